@@ -1,0 +1,937 @@
+/*
+ * libffpa: fast attention for large head dimensions on NVIDIA GPUs.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+/**
+ * @file ffpa.h
+ * @brief The whole public interface of libffpa.
+ *
+ * libffpa computes scaled dot-product attention, forward and backward, for head dimensions up to
+ * #FFPA_MAX_HEAD_DIM. The interface follows the cuDNN pattern:
+ *
+ *  1. create a handle with ffpaCreate() (bound to the current CUDA device) and give it a stream
+ *     with ffpaSetStream();
+ *  2. optionally tune its behaviour with ffpaSetPolicy() (every knob also has an environment
+ *     variable, read when the handle is created);
+ *  3. describe the tensors (ffpaSetTensorDescriptor()) and the attention itself
+ *     (ffpaSetAttentionAttribute());
+ *  4. ask for the workspace size (ffpaGetAttentionForwardWorkspaceSize()), allocate it once;
+ *  5. run ffpaAttentionForward() / ffpaAttentionBackward() as often as needed.
+ *
+ * **Error model.** Every function returns an #ffpaStatus_t. Statuses are grouped by category
+ * (#FFPA_STATUS_CATEGORY): a failing call also stores a detailed, thread-local message that names
+ * the offending argument and the allowed values; read it with ffpaGetLastErrorString(). No
+ * function aborts the process or lets a C++ exception escape.
+ *
+ * **Execution.** ffpaAttentionForward() and ffpaAttentionBackward() only enqueue work on the
+ * handle's stream: they never allocate device memory and never synchronize, so they can be
+ * captured in a CUDA graph. The first call with a new problem plans it on the host (a few
+ * microseconds to milliseconds); the workspace-size queries plan too, so calling them first
+ * takes all planning out of the execute path.
+ *
+ * **Threads.** Handles, descriptors and the functions of this header may be used from several
+ * threads at once, with one exception: a descriptor must not be modified while another thread
+ * reads it. Policies and the stream are snapshotted at the start of each call.
+ *
+ * **Compatibility.** The header compiles as C11 and C++17 and needs no CUDA header. All types
+ * have fixed widths; enumerations have explicit values and are 32 bits wide; there are no
+ * bit-fields, unions, variadic functions or structures passed by value, so the interface is
+ * easy to bind from Rust, Go, Python and other languages.
+ */
+
+#ifndef FFPA_FFPA_H
+#define FFPA_FFPA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** @cond FFPA_INTERNAL */
+#if defined(_WIN32)
+#define FFPA_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define FFPA_API __attribute__((visibility("default")))
+#else
+#define FFPA_API
+#endif
+/** @endcond */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ============================================================================================ */
+/** @defgroup version Versions
+ *  @{ */
+
+/** Major version: changes only with an incompatible change of the interface or the ABI. */
+#define FFPA_VERSION_MAJOR 0
+/** Minor version: grows when functions, enumerators or knobs are added. */
+#define FFPA_VERSION_MINOR 1
+/** Patch version: fixes that change no interface. */
+#define FFPA_VERSION_PATCH 0
+
+/** The version this header describes: `MAJOR * 10000 + MINOR * 100 + PATCH` (0.1.0 is 100). */
+#define FFPA_VERSION (FFPA_VERSION_MAJOR * 10000 + FFPA_VERSION_MINOR * 100 + FFPA_VERSION_PATCH)
+
+/**
+ * True when a library of version @p runtime can serve a program built with this header.
+ *
+ * The rule: the same major version, and a runtime minor version at least the header's. The
+ * library's file name carries the major version (`libffpa.so.0`), so the dynamic linker already
+ * refuses a different major; check the minor with
+ * `FFPA_VERSION_IS_COMPATIBLE(ffpaGetVersion())`.
+ */
+#define FFPA_VERSION_IS_COMPATIBLE(runtime)                                                      \
+  ((uint32_t)(runtime) / 10000u == (uint32_t)FFPA_VERSION_MAJOR &&                               \
+   (uint32_t)(runtime) % 10000u / 100u >= (uint32_t)FFPA_VERSION_MINOR)
+
+/**
+ * The version of the loaded library, encoded as #FFPA_VERSION.
+ * @return `MAJOR * 10000 + MINOR * 100 + PATCH` of the library, which may differ from the header.
+ */
+FFPA_API uint32_t ffpaGetVersion(void);
+
+/**
+ * A one-line, static description of how the library was built: version, CUDA version, compiled
+ * architectures, head-dimension set and stage counts. Meant for bug reports and logs.
+ * @return A NUL-terminated string owned by the library; never NULL.
+ */
+FFPA_API const char* ffpaGetBuildInfo(void);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup status Status codes and error messages
+ *  @{ */
+
+/**
+ * The result of every libffpa function.
+ *
+ * Codes are grouped by thousands into categories (see #FFPA_STATUS_CATEGORY); a caller that only
+ * cares about the kind of failure compares the category, one that wants detail compares the
+ * exact code. Codes are never renumbered; new ones are only added.
+ */
+typedef enum ffpaStatus {
+  /** The call succeeded. */
+  FFPA_STATUS_SUCCESS = 0,
+
+  /** Category 1000: the library or the device could not be initialized. */
+  FFPA_STATUS_NOT_INITIALIZED = 1000,
+  /** No usable CUDA device or driver, or the handle was created with ffpaCreateForDevice() and
+   *  can plan but not execute. */
+  FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE = 1001,
+  /** A CUDA library libffpa depends on (cuBLASLt) failed to initialize. */
+  FFPA_STATUS_NOT_INITIALIZED_LIBRARY = 1002,
+
+  /** Category 2000: an argument is wrong. The message names the argument and what is allowed. */
+  FFPA_STATUS_BAD_PARAM = 2000,
+  /** A required pointer argument is NULL. */
+  FFPA_STATUS_BAD_PARAM_NULL_POINTER = 2002,
+  /** A device pointer is not aligned as required (16 bytes for tensors, 256 for workspace). */
+  FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER = 2003,
+  /** A descriptor was used before it was set. */
+  FFPA_STATUS_BAD_PARAM_NOT_FINALIZED = 2004,
+  /** A value is outside its allowed range, or an enumerator is unknown. */
+  FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND = 2005,
+  /** A workspace or output buffer is smaller than required. */
+  FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT = 2006,
+  /** The tensors of one call disagree in shape (batch, heads, sequence or head dimension). */
+  FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH = 2008,
+  /** The tensors of one call disagree in data type, or a tensor has the wrong type for its role. */
+  FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH = 2009,
+  /** The value passed to a typed setter has the wrong size for the knob's or attribute's type. */
+  FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE = 2010,
+  /** Strides are invalid: non-positive, overlapping, or not unit on the last dimension. */
+  FFPA_STATUS_BAD_PARAM_STRIDE = 2011,
+  /** Two settings that exclude each other were both requested. */
+  FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS = 2012,
+  /** An environment variable read by ffpaCreate() holds a malformed value; the message names
+   *  the variable and the accepted values. */
+  FFPA_STATUS_BAD_PARAM_ENVIRONMENT = 2013,
+  /** The handle or descriptor is not a live libffpa object (destroyed, or never created). */
+  FFPA_STATUS_BAD_PARAM_INVALID_HANDLE = 2014,
+
+  /** Category 3000: valid arguments that this build or this device cannot serve. */
+  FFPA_STATUS_NOT_SUPPORTED = 3000,
+  /** The shape is outside what the library supports (for example a head dimension above
+   *  #FFPA_MAX_HEAD_DIM). */
+  FFPA_STATUS_NOT_SUPPORTED_SHAPE = 3002,
+  /** The data type is not supported for this operation. */
+  FFPA_STATUS_NOT_SUPPORTED_DATA_TYPE = 3003,
+  /** The memory layout (strides) is not supported. */
+  FFPA_STATUS_NOT_SUPPORTED_LAYOUT = 3004,
+  /** The device's compute capability is not supported, or no kernel was compiled for it. */
+  FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH = 3007,
+  /** The kernel the policies ask for needs more shared memory than the device offers. */
+  FFPA_STATUS_NOT_SUPPORTED_SHARED_MEMORY = 3010,
+  /** The combination of policies is illegal for this problem, or was not compiled into this
+   *  build; the message says which knob to change. libffpa never silently substitutes. */
+  FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION = 3011,
+
+  /** Category 4000: a bug or resource failure inside libffpa. */
+  FFPA_STATUS_INTERNAL_ERROR = 4000,
+  /** Host memory could not be allocated. */
+  FFPA_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED = 4001,
+
+  /** Category 5000: the GPU work could not be launched or failed. */
+  FFPA_STATUS_EXECUTION_FAILED = 5000,
+  /** A CUDA runtime call failed; the message carries CUDA's error name. */
+  FFPA_STATUS_EXECUTION_FAILED_CUDA = 5001,
+  /** A cuBLASLt call failed; the message carries cuBLAS's status name. */
+  FFPA_STATUS_EXECUTION_FAILED_CUBLAS = 5002,
+  /** The sanity check (#FFPA_POLICY_SANITY_CHECK) found NaN or infinity in an input or output. */
+  FFPA_STATUS_EXECUTION_FAILED_NON_FINITE = 5003,
+
+  /** @cond FFPA_INTERNAL */
+  FFPA_STATUS_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaStatus_t;
+
+/** The category of a status: #FFPA_STATUS_SUCCESS, #FFPA_STATUS_NOT_INITIALIZED,
+ *  #FFPA_STATUS_BAD_PARAM, #FFPA_STATUS_NOT_SUPPORTED, #FFPA_STATUS_INTERNAL_ERROR or
+ *  #FFPA_STATUS_EXECUTION_FAILED. */
+#define FFPA_STATUS_CATEGORY(status) ((ffpaStatus_t)((int32_t)(status) / 1000 * 1000))
+
+/**
+ * The name of a status code, for example `"FFPA_STATUS_BAD_PARAM_NULL_POINTER"`.
+ * @param status Any value; unknown values give `"FFPA_STATUS_UNKNOWN"`.
+ * @return A static NUL-terminated string; never NULL.
+ */
+FFPA_API const char* ffpaGetErrorString(ffpaStatus_t status);
+
+/**
+ * The detailed message of the last failing libffpa call on the calling thread.
+ *
+ * The message names the function, the argument and the allowed values, for example
+ * `ffpaSetPolicy: FFPA_POLICY_STAGES: 7 is out of range; allowed: 0 (auto) to 4`. A successful
+ * call leaves the message unchanged (like `errno`); a thread that never failed gets "".
+ *
+ * @param buffer Where to copy the message, NUL-terminated and truncated to fit; may be NULL
+ *               when @p size is 0.
+ * @param size   Size of @p buffer in bytes, 0 allowed.
+ * @return The length of the whole message, without the NUL: a return value `>= size` means the
+ *         copy was truncated (call again with a buffer of `return + 1` bytes).
+ */
+FFPA_API size_t ffpaGetLastErrorString(char* buffer, size_t size);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup types Common types and limits
+ *  @{ */
+
+/** The largest head dimension (of Q·Kᵀ and of V) libffpa accepts. */
+#define FFPA_MAX_HEAD_DIM 1024
+
+/** The largest number of dimensions of a tensor descriptor. */
+#define FFPA_MAX_TENSOR_DIMS 4
+
+/** The same type as `cudaStream_t`, declared without CUDA headers. NULL is the legacy default
+ *  stream. */
+typedef struct CUstream_st* ffpaStream_t;
+
+/** Element types of tensors. */
+typedef enum ffpaDataType {
+  /** IEEE half precision (`__half`). Attention accumulates in fp32 unless a policy says otherwise. */
+  FFPA_DATA_TYPE_FLOAT16 = 0,
+  /** bfloat16 (`__nv_bfloat16`); always accumulated in fp32. */
+  FFPA_DATA_TYPE_BFLOAT16 = 1,
+  /** IEEE single precision. Required for the log-sum-exp tensor; accepted for Q/K/V/O only by
+   *  the reference path (#FFPA_POLICY_REFERENCE_BACKEND is then chosen automatically). */
+  FFPA_DATA_TYPE_FLOAT32 = 2,
+  /** @cond FFPA_INTERNAL */
+  FFPA_DATA_TYPE_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaDataType_t;
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup logging Logging
+ *  @{ */
+
+/** Severity of log messages, also the value type of #FFPA_POLICY_LOG_LEVEL. */
+typedef enum ffpaLogLevel {
+  FFPA_LOG_LEVEL_OFF = 0,     /**< Nothing is logged. */
+  FFPA_LOG_LEVEL_ERROR = 1,   /**< Failing calls. */
+  FFPA_LOG_LEVEL_WARNING = 2, /**< Suspicious but valid use (the default level). */
+  FFPA_LOG_LEVEL_INFO = 3,    /**< Plans chosen, tuned configs loaded. */
+  FFPA_LOG_LEVEL_DEBUG = 4,   /**< Why each kernel was or was not chosen; each distinct message
+                                   once per process. */
+  /** @cond FFPA_INTERNAL */
+  FFPA_LOG_LEVEL_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaLogLevel_t;
+
+/**
+ * Receives log messages.
+ * @param level    Severity of the message.
+ * @param message  NUL-terminated text without a trailing newline; valid only during the call.
+ * @param userData The pointer given to ffpaSetLogCallback().
+ *
+ * Called from whichever thread logs, possibly several at once; must not call back into libffpa.
+ */
+typedef void (*ffpaLogCallback_t)(ffpaLogLevel_t level, const char* message, void* userData);
+
+/**
+ * Sends all log messages of the process to @p callback instead of standard error.
+ *
+ * Which messages are produced is decided per handle by #FFPA_POLICY_LOG_LEVEL (environment
+ * variable `FFPA_LOGGER_LEVEL`); messages not tied to a handle (a failing ffpaCreate()) use the
+ * environment variable. Debug messages are emitted once per process per distinct text.
+ *
+ * @param callback The receiver, or NULL to restore the default (standard error).
+ * @param userData Passed back to every call of @p callback; may be NULL.
+ * @return #FFPA_STATUS_SUCCESS.
+ */
+FFPA_API ffpaStatus_t ffpaSetLogCallback(ffpaLogCallback_t callback, void* userData);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup handle Handle and device
+ *  @{ */
+
+/** An opaque library context bound to one CUDA device: stream, policies and plan cache. */
+typedef struct ffpaContext* ffpaHandle_t;
+
+/**
+ * The properties of a device that decide plans. ffpaGetDeviceDesc() fills it from a handle;
+ * ffpaCreateForDevice() takes one to plan for a device that is not present.
+ *
+ * Set @ref structSize to `sizeof(ffpaDeviceDesc_t)` before passing it: the structure may grow
+ * at its end in later minor versions, and the library reads or writes only @ref structSize bytes.
+ */
+typedef struct ffpaDeviceDesc {
+  uint32_t structSize;             /**< In: `sizeof(ffpaDeviceDesc_t)` of the caller. */
+  int32_t ordinal;                 /**< CUDA device ordinal (>= 0). */
+  int32_t smVersion;               /**< Compute capability as `major * 10 + minor`: 80, 86, 89, 90,
+                                        100, 120. At least 80. */
+  int32_t smCount;                 /**< Number of streaming multiprocessors, at least 1. */
+  int64_t sharedMemPerBlockOptin;  /**< Bytes of shared memory one block may use after opt-in
+                                        (`cudaDevAttrMaxSharedMemoryPerBlockOptin`), at least 48 KiB. */
+  int64_t sharedMemPerSm;          /**< Bytes of shared memory per multiprocessor, at least
+                                        @ref sharedMemPerBlockOptin. */
+  int64_t globalMemBytes;          /**< Bytes of device memory, at least 1. */
+  char name[256];                  /**< Device name as CUDA reports it, NUL-terminated. */
+} ffpaDeviceDesc_t;
+
+/**
+ * Creates a handle bound to the current CUDA device.
+ *
+ * Reads the policy environment variables (see #ffpaPolicyKnob_t): a malformed value fails with
+ * #FFPA_STATUS_BAD_PARAM_ENVIRONMENT naming the variable. Creates the cuBLASLt context. Work goes
+ * to the default stream until ffpaSetStream() is called.
+ *
+ * @param[out] handle Receives the new handle; set to NULL on failure.
+ * @return #FFPA_STATUS_SUCCESS;
+ *         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE without a usable GPU or driver;
+ *         #FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH for a device below compute capability 8.0;
+ *         #FFPA_STATUS_BAD_PARAM_ENVIRONMENT; #FFPA_STATUS_BAD_PARAM_NULL_POINTER.
+ */
+FFPA_API ffpaStatus_t ffpaCreate(ffpaHandle_t* handle);
+
+/**
+ * Creates a handle for a described device that need not be present.
+ *
+ * Such a handle plans, reports workspace sizes, keeps policies and a plan cache exactly like a
+ * handle from ffpaCreate(), but cannot execute: ffpaAttentionForward() and
+ * ffpaAttentionBackward() return #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE after checking their
+ * arguments. Use it to size workspaces ahead of time or to inspect plans on a machine without
+ * a GPU.
+ *
+ * @param[out] handle Receives the new handle; set to NULL on failure.
+ * @param device      The device to plan for; every field is checked (bounds in
+ *                    #ffpaDeviceDesc_t).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a field out of range;
+ *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT for a @c structSize too small;
+ *         #FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH; #FFPA_STATUS_BAD_PARAM_ENVIRONMENT.
+ */
+FFPA_API ffpaStatus_t ffpaCreateForDevice(ffpaHandle_t* handle, const ffpaDeviceDesc_t* device);
+
+/**
+ * Destroys a handle and its plan cache. Work already enqueued is not waited for; the caller
+ * must not destroy a handle while another thread uses it.
+ * @param handle The handle, or NULL (then nothing happens).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaDestroy(ffpaHandle_t handle);
+
+/**
+ * Sets the stream the handle's work is enqueued on.
+ * @param handle The handle.
+ * @param stream A stream of the handle's device, or NULL for the legacy default stream.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaSetStream(ffpaHandle_t handle, ffpaStream_t stream);
+
+/**
+ * Reads the stream set by ffpaSetStream().
+ * @param handle      The handle.
+ * @param[out] stream Receives the stream (NULL for the default stream).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetStream(ffpaHandle_t handle, ffpaStream_t* stream);
+
+/**
+ * Describes the device a handle is bound to.
+ * @param handle      The handle.
+ * @param[out] device Filled up to its @c structSize, which the caller sets first.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT for a @c structSize too small;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetDeviceDesc(ffpaHandle_t handle, ffpaDeviceDesc_t* device);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup policy Policies (runtime knobs)
+ *  @{ */
+
+/** The value type of a policy knob, which decides what ffpaSetPolicy() accepts. */
+typedef enum ffpaPolicyType {
+  /** `int32_t`, 0 or 1. */
+  FFPA_POLICY_TYPE_BOOL = 0,
+  /** `int32_t` within the knob's bounds. */
+  FFPA_POLICY_TYPE_INT32 = 1,
+  /** `int64_t` within the knob's bounds. */
+  FFPA_POLICY_TYPE_INT64 = 2,
+  /** `int32_t` holding one of the enumerators listed for the knob (contiguous from 0). */
+  FFPA_POLICY_TYPE_ENUM = 3,
+  /** A NUL-terminated string; the size passed includes the NUL, at most 4096 bytes. */
+  FFPA_POLICY_TYPE_STRING = 4,
+  /** @cond FFPA_INTERNAL */
+  FFPA_POLICY_TYPE_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaPolicyType_t;
+
+/** Accumulator precision of the two matrix products (value type of #FFPA_POLICY_ACCUMULATOR). */
+typedef enum ffpaAccumulator {
+  /** Both Q·Kᵀ and P·V accumulate in fp32 (the default; required for bf16). */
+  FFPA_ACCUMULATOR_F32 = 0,
+  /** Q·Kᵀ accumulates in fp16, P·V in fp32 (`ENABLE_FFPA_FORCE_QK_F16=1`). fp16 inputs only. */
+  FFPA_ACCUMULATOR_QK_F16 = 1,
+  /** Q·Kᵀ accumulates in fp32, P·V in fp16 (`ENABLE_FFPA_FORCE_PV_F16=1`). fp16 inputs only. */
+  FFPA_ACCUMULATOR_PV_F16 = 2,
+  /** Both products accumulate in fp16: fastest on consumer GPUs, least accurate. fp16 only. */
+  FFPA_ACCUMULATOR_F16 = 3,
+  /** @cond FFPA_INTERNAL */
+  FFPA_ACCUMULATOR_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaAccumulator_t;
+
+/** Search space of runtime autotuning (value type of #FFPA_POLICY_AUTOTUNE_MODE). */
+typedef enum ffpaAutotuneMode {
+  FFPA_AUTOTUNE_MODE_FAST = 0, /**< A small search space (the default). */
+  FFPA_AUTOTUNE_MODE_MAX = 1,  /**< A larger search space: slower to tune, possibly faster to run. */
+  /** @cond FFPA_INTERNAL */
+  FFPA_AUTOTUNE_MODE_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaAutotuneMode_t;
+
+/**
+ * The runtime knobs of a handle.
+ *
+ * Each knob has a value type (#ffpaPolicyType_t), bounds and a default, all available at run
+ * time from ffpaGetPolicyInfo(). Precedence: a value set with ffpaSetPolicy() beats the
+ * environment variable read at ffpaCreate(), which beats the default. Boolean environment
+ * variables accept `0`/`1` (also `true`/`false`, `on`/`off`, `yes`/`no`); enumerations accept
+ * their names or numbers; an empty variable counts as unset.
+ *
+ * Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails
+ * with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced.
+ */
+typedef enum ffpaPolicyKnob {
+  /* --- Kernel selection (values 0-99) --- */
+  /** #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32. Environment: `ENABLE_FFPA_FORCE_QK_F16`
+   *  and `ENABLE_FFPA_FORCE_PV_F16` (mutually exclusive: both set to 1 fails), or
+   *  `FFPA_ACCUMULATOR` (`f32`, `qk_f16`, `pv_f16`, `f16`). */
+  FFPA_POLICY_ACCUMULATOR = 0,
+  /** Bool, default 1: prefetch the next Q/K/V chunks during the current product (5-10% faster).
+   *  Environment: `ENABLE_FFPA_PREFETCH_QKV`. */
+  FFPA_POLICY_PREFETCH_QKV = 1,
+  /** Bool, default 0: Q, K and V share one shared-memory buffer (for devices with little shared
+   *  memory; overlaps less). Environment: `ENABLE_FFPA_QKV_SMEM_SHARE`. */
+  FFPA_POLICY_QKV_SMEM_SHARE = 2,
+  /** Bool, default 1: Q tiles avoid bank conflicts by swizzling (1) or by padding (0).
+   *  Environment: `ENABLE_FFPA_SMEM_SWIZZLE_Q`. */
+  FFPA_POLICY_SMEM_SWIZZLE_Q = 3,
+  /** Bool, default 1: as #FFPA_POLICY_SMEM_SWIZZLE_Q for K. Environment:
+   *  `ENABLE_FFPA_SMEM_SWIZZLE_K`. */
+  FFPA_POLICY_SMEM_SWIZZLE_K = 4,
+  /** Bool, default 1: as #FFPA_POLICY_SMEM_SWIZZLE_Q for V. Environment:
+   *  `ENABLE_FFPA_SMEM_SWIZZLE_V`. */
+  FFPA_POLICY_SMEM_SWIZZLE_V = 5,
+  /** Bool, default 1: keep the whole Q tile in shared memory (head dims <= 320): more shared
+   *  memory, fewer global loads. Environment: `ENABLE_FFPA_PERSIST_Q_G2S`. */
+  FFPA_POLICY_PERSIST_Q_G2S = 6,
+  /** Bool, default 1: keep K/V tiles in shared memory for head dims <= 256, which selects the
+   *  coarse (FlashAttention-2 style) tiling there. Environment: `ENABLE_FFPA_PERSIST_KV_G2S`. */
+  FFPA_POLICY_PERSIST_KV_G2S = 7,
+  /** Bool, default 0: keep Q fragments in registers (head dims < 512): less traffic, more
+   *  registers. Environment: `ENABLE_FFPA_PERSIST_Q_S2R`. */
+  FFPA_POLICY_PERSIST_Q_S2R = 8,
+  /** Bool, default 1: keep V fragments in registers in the small-head-dim kernel.
+   *  Environment: `ENABLE_FFPA_PERSIST_V_S2R`. */
+  FFPA_POLICY_PERSIST_V_S2R = 9,
+  /** Bool, default 0: double-buffer K/V fragments in registers to overlap `ldmatrix` with MMA.
+   *  Environment: `ENABLE_FFPA_REGISTERS_PIPE_KV`. */
+  FFPA_POLICY_REGISTERS_PIPE_KV = 10,
+  /** Bool, default 0: launch with grid `(N/Br, H, B)` (1) instead of `(N/Br, B*H)` (0).
+   *  Environment: `ENABLE_FFPA_LAUNCH_GRID_DNHB`. */
+  FFPA_POLICY_LAUNCH_GRID_DNHB = 11,
+  /** Int32 0-4, default 0: the number of cp.async pipeline stages; 0 lets the planner (or a
+   *  tuned config) choose. Environment: `FFPA_STAGES`. */
+  FFPA_POLICY_STAGES = 12,
+
+  /* --- Tuned configs (values 100-199) --- */
+  /** Bool, default 0: tune launch configs at run time, once per problem and process.
+   *  Environment: `FFPA_AUTOTUNE`. */
+  FFPA_POLICY_AUTOTUNE = 100,
+  /** #ffpaAutotuneMode_t, default #FFPA_AUTOTUNE_MODE_FAST: the search space of tuning; a
+   *  persisted config is used only when generated with the same mode. Environment:
+   *  `FFPA_AUTOTUNE_MODE` (`fast`, `max`). */
+  FFPA_POLICY_AUTOTUNE_MODE = 101,
+  /** String, default "" (the installed config directory): where per-device tuned-config files
+   *  are looked up. Environment: `FFPA_TUNED_CONFIG_DIR`. */
+  FFPA_POLICY_TUNED_CONFIG_DIR = 102,
+  /** Bool, default 0: ignore persisted tuned configs and use built-in launch defaults (for A/B
+   *  comparisons). Environment: `FFPA_SKIP_PERSIST_TUNED_CONFIG`, also read under its historical
+   *  spelling `FFPA_SKIP_PERSISIT_TUNED_CONFIG`. */
+  FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG = 103,
+
+  /* --- Correctness and debugging (values 200-299) --- */
+  /** Bool, default 0: bit-identical results across runs with the same inputs, at some cost in
+   *  speed (no floating-point atomics). Environment: `FFPA_DETERMINISTIC_MODE`, also
+   *  `MAGI_ATTENTION_DETERMINISTIC_MODE`. */
+  FFPA_POLICY_DETERMINISTIC = 200,
+  /** Bool, default 0: after each call, synchronize the stream, check for CUDA errors and scan
+   *  inputs and outputs for NaN/infinity (#FFPA_STATUS_EXECUTION_FAILED_NON_FINITE). Slow; the
+   *  check is skipped with a warning while the stream is being captured into a graph.
+   *  Environment: `FFPA_SANITY_CHECK`, also `MAGI_ATTENTION_SANITY_CHECK`. */
+  FFPA_POLICY_SANITY_CHECK = 201,
+  /** Bool, default 0: run every call on the cuBLASLt reference path (fp32 GEMMs) instead of the
+   *  fast kernels: slow, accurate, supports fp32. Environment: `FFPA_REFERENCE_BACKEND`, also
+   *  `MAGI_ATTENTION_SDPA_BACKEND`. */
+  FFPA_POLICY_REFERENCE_BACKEND = 202,
+  /** Int64, default 536870912 (512 MiB), from 4096 to 2^50: the largest scratch the reference
+   *  path uses for one chunk of heads and rows; smaller values give a smaller workspace and more,
+   *  smaller GEMMs. Environment: `FFPA_REFERENCE_CHUNK_BYTES`. */
+  FFPA_POLICY_REFERENCE_CHUNK_BYTES = 203,
+
+  /* --- Library (values 300-399) --- */
+  /** Int32 0-1048576, default 1024: how many plans the handle's LRU plan cache keeps; 0
+   *  disables caching (every call plans anew). Environment: `FFPA_PLAN_CACHE_CAPACITY`. */
+  FFPA_POLICY_PLAN_CACHE_CAPACITY = 300,
+  /** #ffpaLogLevel_t, default #FFPA_LOG_LEVEL_WARNING. Environment: `FFPA_LOGGER_LEVEL`
+   *  (`OFF`, `ERROR`, `WARNING`, `INFO`, `DEBUG`, or 0-4). */
+  FFPA_POLICY_LOG_LEVEL = 301,
+
+  /** @cond FFPA_INTERNAL */
+  FFPA_POLICY_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaPolicyKnob_t;
+
+/**
+ * Everything known about one knob, for introspection and generated documentation.
+ * Set @ref structSize to `sizeof(ffpaPolicyInfo_t)` before calling ffpaGetPolicyInfo().
+ */
+typedef struct ffpaPolicyInfo {
+  uint32_t structSize;        /**< In: `sizeof(ffpaPolicyInfo_t)` of the caller. */
+  ffpaPolicyType_t type;      /**< Value type expected by ffpaSetPolicy(). */
+  int64_t minValue;           /**< Smallest accepted value (numeric types; 0 for strings). */
+  int64_t maxValue;           /**< Largest accepted value (numeric types; 4095, the longest
+                                   length, for strings). */
+  int64_t defaultValue;       /**< Value without setter or environment (numeric types). */
+  const char* name;           /**< The enumerator's name, e.g. `"FFPA_POLICY_STAGES"`. */
+  const char* environment;    /**< Environment variables read at ffpaCreate(), space-separated,
+                                   primary first; "" if none. */
+  const char* valueNames;     /**< For enumerations and booleans: the names of the values from
+                                   @ref minValue up, space-separated; "" otherwise. */
+  const char* defaultString;  /**< The default as text (for strings, the default string). */
+  const char* description;    /**< One sentence. */
+} ffpaPolicyInfo_t;
+
+/**
+ * Sets one knob of a handle. Takes effect for the calls that start afterwards.
+ *
+ * @param handle The handle.
+ * @param knob   Which knob.
+ * @param value  Pointer to the value, of the knob's type (see ffpaGetPolicyInfo()).
+ * @param size   Size of the value in bytes: 4 for bool, int32 and enum knobs, 8 for int64 knobs,
+ *               `strlen + 1` (at most 4096) for strings.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown knob or a value out of bounds;
+ *         #FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE for a size that does not match the type, or a
+ *         string without its NUL within @p size; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaSetPolicy(ffpaHandle_t handle, ffpaPolicyKnob_t knob, const void* value,
+                                    size_t size);
+
+/**
+ * Reads the current value of one knob (setter, else environment, else default).
+ *
+ * @param handle           The handle.
+ * @param knob             Which knob.
+ * @param[out] value       Receives the value; may be NULL when @p size is 0.
+ * @param size             Size of @p value in bytes; 0 only asks for the size.
+ * @param[out] sizeWritten Receives the size the value needs (for strings including the NUL);
+ *                         may be NULL.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown knob;
+ *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT when @p size is non-zero but too small;
+ *         #FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE when @p size does not fit a numeric type;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetPolicy(ffpaHandle_t handle, ffpaPolicyKnob_t knob, void* value,
+                                    size_t size, size_t* sizeWritten);
+
+/**
+ * Describes a knob: type, bounds, default, environment variables. Needs no handle.
+ * @param knob       Which knob.
+ * @param[out] info  Filled up to its @c structSize, which the caller sets first; the strings are
+ *                   static.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown knob;
+ *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT for a @c structSize too small.
+ */
+FFPA_API ffpaStatus_t ffpaGetPolicyInfo(ffpaPolicyKnob_t knob, ffpaPolicyInfo_t* info);
+
+/**
+ * Lists every knob this library knows, in the order of their values.
+ * @param requested   Capacity of @p knobs (0 allowed, to ask for the count).
+ * @param[out] count  Receives the number of knobs the library has.
+ * @param[out] knobs  Receives the first `min(requested, *count)` knobs; may be NULL when
+ *                    @p requested is 0.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a negative @p requested.
+ */
+FFPA_API ffpaStatus_t ffpaGetPolicyKnobs(int32_t requested, int32_t* count,
+                                         ffpaPolicyKnob_t* knobs);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup tensor Tensor descriptors
+ *  @{ */
+
+/** An opaque description of a strided tensor: element type, dimensions, strides. */
+typedef struct ffpaTensorStruct* ffpaTensorDescriptor_t;
+
+/**
+ * Creates an empty tensor descriptor; set it with ffpaSetTensorDescriptor() before use.
+ * Needs no device.
+ * @param[out] desc Receives the descriptor; set to NULL on failure.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER.
+ */
+FFPA_API ffpaStatus_t ffpaCreateTensorDescriptor(ffpaTensorDescriptor_t* desc);
+
+/**
+ * Destroys a tensor descriptor.
+ * @param desc The descriptor, or NULL (then nothing happens).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaDestroyTensorDescriptor(ffpaTensorDescriptor_t desc);
+
+/**
+ * Sets a tensor descriptor.
+ *
+ * Attention tensors have 4 dimensions in the order `[B, H, N, D]` (batch, heads, sequence,
+ * head dimension) whatever their memory layout: `BHND` and `BNHD` storage differ only in
+ * strides. The log-sum-exp tensor has 3 dimensions `[B, H, N]`. Strides are in elements and
+ * may leave gaps (padded rows, a slice of a fused QKV buffer) but must not make two elements
+ * overlap. The attention calls check the role of each tensor (for example unit stride on D).
+ *
+ * @param desc     The descriptor.
+ * @param dataType Element type.
+ * @param nbDims   Number of dimensions, 3 or 4.
+ * @param dims     @p nbDims extents, each from 1 to 2^31 - 1.
+ * @param strides  @p nbDims strides in elements, each at least 1 (any value for an extent of 1);
+ *                 NULL means packed row-major (the last dimension contiguous).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for @p nbDims, a dimension or an unknown type;
+ *         #FFPA_STATUS_BAD_PARAM_STRIDE for non-positive or overlapping strides, or a tensor
+ *         spanning more than 2^62 bytes; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ *         On failure the descriptor is left unchanged.
+ */
+FFPA_API ffpaStatus_t ffpaSetTensorDescriptor(ffpaTensorDescriptor_t desc, ffpaDataType_t dataType,
+                                              int32_t nbDims, const int64_t* dims,
+                                              const int64_t* strides);
+
+/**
+ * Reads a tensor descriptor.
+ * @param desc          The descriptor.
+ * @param[out] dataType Receives the element type; may be NULL.
+ * @param requested     Capacity of @p dims and @p strides (0 allowed).
+ * @param[out] nbDims   Receives the number of dimensions; may be NULL.
+ * @param[out] dims     Receives the first `min(requested, nbDims)` extents; may be NULL.
+ * @param[out] strides  Receives as many strides; may be NULL.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED for a descriptor never set;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a negative @p requested;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetTensorDescriptor(ffpaTensorDescriptor_t desc, ffpaDataType_t* dataType,
+                                              int32_t requested, int32_t* nbDims, int64_t* dims,
+                                              int64_t* strides);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup attention Attention descriptor
+ *  @{ */
+
+/** Which keys a query may attend to. With `Nq` queries and `Nkv` keys, query `i` sees key `j`: */
+typedef enum ffpaCausalMode {
+  /** always (no mask; the default). */
+  FFPA_CAUSAL_NONE = 0,
+  /** when `j <= i`: the mask's diagonal starts at the top-left corner (PyTorch's `is_causal`). */
+  FFPA_CAUSAL_TOP_LEFT = 1,
+  /** when `j <= i + Nkv - Nq`: the diagonal ends at the bottom-right corner (FlashAttention 2's
+   *  convention; the last query sees every key). With `Nq > Nkv` the first `Nq - Nkv` queries see
+   *  no key: their output is 0 and their log-sum-exp is -infinity. */
+  FFPA_CAUSAL_BOTTOM_RIGHT = 2,
+  /** @cond FFPA_INTERNAL */
+  FFPA_CAUSAL_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaCausalMode_t;
+
+/** Attributes of an attention descriptor, set with ffpaSetAttentionAttribute(). */
+typedef enum ffpaAttentionAttribute {
+  /** `float`, finite and > 0: multiplies Q·Kᵀ before the softmax. Default `1 / sqrt(d_qk)`;
+   *  reading it before it was set gives 0, meaning that default. */
+  FFPA_ATTENTION_SOFTMAX_SCALE = 0,
+  /** `int32_t` holding an #ffpaCausalMode_t; default #FFPA_CAUSAL_NONE. */
+  FFPA_ATTENTION_CAUSAL_MODE = 1,
+  /* Values from 100 are reserved for packed variable-length batches and attention sinks. */
+  /** @cond FFPA_INTERNAL */
+  FFPA_ATTENTION_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaAttentionAttribute_t;
+
+/** An opaque description of an attention operation: scale and mask. The shapes come from the
+ *  tensor descriptors passed with it: Q `[B, Hq, Nq, Dqk]`, K `[B, Hkv, Nkv, Dqk]`,
+ *  V `[B, Hkv, Nkv, Dv]`, O `[B, Hq, Nq, Dv]`, log-sum-exp `[B, Hq, Nq]`; `Hq` must be a multiple
+ *  of `Hkv` (grouped-query attention; `Hkv = 1` is multi-query attention). */
+typedef struct ffpaAttentionStruct* ffpaAttentionDescriptor_t;
+
+/**
+ * Creates an attention descriptor with the defaults (scale `1/sqrt(d_qk)`, no mask).
+ * @param[out] desc Receives the descriptor; set to NULL on failure.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER.
+ */
+FFPA_API ffpaStatus_t ffpaCreateAttentionDescriptor(ffpaAttentionDescriptor_t* desc);
+
+/**
+ * Destroys an attention descriptor.
+ * @param desc The descriptor, or NULL (then nothing happens).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaDestroyAttentionDescriptor(ffpaAttentionDescriptor_t desc);
+
+/**
+ * Sets one attribute of an attention descriptor.
+ * @param desc  The descriptor.
+ * @param attr  Which attribute.
+ * @param value Pointer to the value, of the attribute's type.
+ * @param size  `sizeof` the attribute's type (4 for both current attributes).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE for a wrong @p size;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown attribute or a value out of range;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaSetAttentionAttribute(ffpaAttentionDescriptor_t desc,
+                                                ffpaAttentionAttribute_t attr, const void* value,
+                                                size_t size);
+
+/**
+ * Reads one attribute of an attention descriptor.
+ * @param desc             The descriptor.
+ * @param attr             Which attribute.
+ * @param[out] value       Receives the value; may be NULL when @p size is 0.
+ * @param size             Size of @p value in bytes; 0 only asks for the size.
+ * @param[out] sizeWritten Receives the size of the attribute's type; may be NULL.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown attribute;
+ *         #FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE for a wrong non-zero @p size;
+ *         #FFPA_STATUS_BAD_PARAM_NULL_POINTER; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
+                                                ffpaAttentionAttribute_t attr, void* value,
+                                                size_t size, size_t* sizeWritten);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup execute Workspace and execution
+ *
+ * Shared rules of the four functions below:
+ *  - Q, K, V, O (and dO, dQ, dK, dV) share one data type: fp16, bf16, or fp32 (reference path
+ *    only); the log-sum-exp tensor is fp32 `[B, Hq, Nq]`, natural logarithm of the softmax
+ *    denominator of the scaled scores.
+ *  - The last dimension (D) of Q, K, V, O and the gradients has stride 1; head dimensions are
+ *    1 to #FFPA_MAX_HEAD_DIM; `Dv` may differ from `Dqk` (e.g. 576/512).
+ *  - A gradient has the shape and type of its tensor (dQ of Q, ...); its strides may differ.
+ *  - Tensor pointers are aligned to 16 bytes, the workspace to 256 bytes; outputs must not
+ *    overlap inputs or each other.
+ *  - The workspace may be NULL when its size is 0.
+ *
+ *  @{ */
+
+/**
+ * Bytes of workspace ffpaAttentionForward() needs for this problem. Plans the problem (and
+ * caches the plan), so this is also the way to take planning off the execute path.
+ * @param handle       The handle.
+ * @param attn         The attention descriptor.
+ * @param qDesc        Q `[B, Hq, Nq, Dqk]`.
+ * @param kDesc        K `[B, Hkv, Nkv, Dqk]`.
+ * @param vDesc        V `[B, Hkv, Nkv, Dv]`.
+ * @param oDesc        O `[B, Hq, Nq, Dv]`.
+ * @param lseDesc      Log-sum-exp `[B, Hq, Nq]` fp32, or NULL when not wanted.
+ * @param[out] bytes   Receives the size in bytes (may be 0).
+ * @return #FFPA_STATUS_SUCCESS; a #FFPA_STATUS_BAD_PARAM code naming the faulty descriptor;
+ *         a #FFPA_STATUS_NOT_SUPPORTED code when no kernel serves the problem with the handle's
+ *         policies.
+ */
+FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t lseDesc, size_t* bytes);
+
+/**
+ * Attention forward: `O = softmax(scale * Q·Kᵀ + mask) · V`, and optionally
+ * `LSE = log(sum(exp(scale * Q·Kᵀ + mask)))` per query row.
+ *
+ * Enqueues the work on the handle's stream; never allocates device memory or synchronizes.
+ *
+ * @param handle         The handle.
+ * @param attn           The attention descriptor.
+ * @param qDesc          Descriptor of @p q.
+ * @param q              Queries (device memory).
+ * @param kDesc          Descriptor of @p k.
+ * @param k              Keys (device memory).
+ * @param vDesc          Descriptor of @p v.
+ * @param v              Values (device memory).
+ * @param oDesc          Descriptor of @p o.
+ * @param o              Output (device memory).
+ * @param lseDesc        Descriptor of @p lse, or NULL.
+ * @param lse            Log-sum-exp output (device memory), NULL exactly when @p lseDesc is.
+ * @param workspace      Device scratch of at least the queried size.
+ * @param workspaceSize  Size of @p workspace in bytes.
+ * @return #FFPA_STATUS_SUCCESS; a #FFPA_STATUS_BAD_PARAM code naming the argument (including
+ *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT for a small workspace); a
+ *         #FFPA_STATUS_NOT_SUPPORTED code; #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle
+ *         from ffpaCreateForDevice(); a #FFPA_STATUS_EXECUTION_FAILED code when a launch fails.
+ */
+FFPA_API ffpaStatus_t ffpaAttentionForward(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    const void* q, ffpaTensorDescriptor_t kDesc, const void* k, ffpaTensorDescriptor_t vDesc,
+    const void* v, ffpaTensorDescriptor_t oDesc, void* o, ffpaTensorDescriptor_t lseDesc,
+    float* lse, void* workspace, size_t workspaceSize);
+
+/**
+ * Bytes of workspace ffpaAttentionBackward() needs for this problem (plans and caches it).
+ * @param handle       The handle.
+ * @param attn         The attention descriptor used for the forward.
+ * @param qDesc        Q.
+ * @param kDesc        K.
+ * @param vDesc        V.
+ * @param oDesc        O, the forward's output.
+ * @param doDesc       dO, the gradient of O.
+ * @param lseDesc      Log-sum-exp from the forward (required).
+ * @param dqDesc       dQ.
+ * @param dkDesc       dK.
+ * @param dvDesc       dV.
+ * @param[out] bytes   Receives the size in bytes.
+ * @return As ffpaGetAttentionForwardWorkspaceSize().
+ */
+FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc, ffpaTensorDescriptor_t dqDesc,
+    ffpaTensorDescriptor_t dkDesc, ffpaTensorDescriptor_t dvDesc, size_t* bytes);
+
+/**
+ * Attention backward: dQ, dK and dV from Q, K, V, the forward's O and log-sum-exp, and dO.
+ * With grouped-query attention, dK and dV of a K/V head sum the contributions of all query heads
+ * of its group. Gradients are accumulated in fp32 and written once. Enqueues the work on the
+ * handle's stream; never allocates device memory or synchronizes.
+ *
+ * @param handle         The handle.
+ * @param attn           The attention descriptor used for the forward.
+ * @param qDesc          Descriptor of @p q.
+ * @param q              Queries.
+ * @param kDesc          Descriptor of @p k.
+ * @param k              Keys.
+ * @param vDesc          Descriptor of @p v.
+ * @param v              Values.
+ * @param oDesc          Descriptor of @p o.
+ * @param o              The forward's output.
+ * @param doDesc         Descriptor of @p dO.
+ * @param dO             Gradient of the output.
+ * @param lseDesc        Descriptor of @p lse.
+ * @param lse            The forward's log-sum-exp.
+ * @param dqDesc         Descriptor of @p dq.
+ * @param dq             Receives the gradient of Q.
+ * @param dkDesc         Descriptor of @p dk.
+ * @param dk             Receives the gradient of K.
+ * @param dvDesc         Descriptor of @p dv.
+ * @param dv             Receives the gradient of V.
+ * @param workspace      Device scratch of at least the queried size.
+ * @param workspaceSize  Size of @p workspace in bytes.
+ * @return As ffpaAttentionForward().
+ */
+FFPA_API ffpaStatus_t ffpaAttentionBackward(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    const void* q, ffpaTensorDescriptor_t kDesc, const void* k, ffpaTensorDescriptor_t vDesc,
+    const void* v, ffpaTensorDescriptor_t oDesc, const void* o, ffpaTensorDescriptor_t doDesc,
+    const void* dO, ffpaTensorDescriptor_t lseDesc, const float* lse,
+    ffpaTensorDescriptor_t dqDesc, void* dq, ffpaTensorDescriptor_t dkDesc, void* dk,
+    ffpaTensorDescriptor_t dvDesc, void* dv, void* workspace, size_t workspaceSize);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup plancache Plan cache
+ *  @{ */
+
+/** Counters of a handle's plan cache. Set @ref structSize before calling
+ *  ffpaGetPlanCacheStats(). */
+typedef struct ffpaPlanCacheStats {
+  uint32_t structSize; /**< In: `sizeof(ffpaPlanCacheStats_t)` of the caller. */
+  uint32_t reserved;   /**< Zero; keeps the counters 8-byte aligned in every language. */
+  uint64_t hits;       /**< Lookups that found a plan. */
+  uint64_t misses;     /**< Lookups that had to plan. */
+  uint64_t evictions;  /**< Plans dropped because the cache was full. */
+  uint64_t size;       /**< Plans held now. */
+  uint64_t capacity;   /**< Plans it may hold (#FFPA_POLICY_PLAN_CACHE_CAPACITY). */
+} ffpaPlanCacheStats_t;
+
+/**
+ * Reads the plan-cache counters of a handle.
+ * @param handle     The handle.
+ * @param[out] stats Filled up to its @c structSize.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetPlanCacheStats(ffpaHandle_t handle, ffpaPlanCacheStats_t* stats);
+
+/**
+ * Drops every cached plan of a handle and resets its counters. Calls in flight on other threads
+ * keep the plans they hold.
+ * @param handle The handle.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaClearPlanCache(ffpaHandle_t handle);
+
+/** @} */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FFPA_FFPA_H */

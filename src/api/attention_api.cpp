@@ -1,0 +1,215 @@
+// Attention: workspace queries and execution. Each call resolves and checks its arguments, plans
+// (or finds the cached plan), checks pointers and workspace, and only then touches the device.
+#include "api/boundary.h"
+
+#include "core/descriptors.h"
+#include "core/device.h"
+#include "core/handle.h"
+#include "core/problem.h"
+#include "core/sanity_check.h"
+#include "core/workspace_layout.h"
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace ffpa {
+namespace {
+
+constexpr uintptr_t kTensorAlignment = 16;
+
+// One device tensor argument of an execute call.
+struct Operand {
+  const char* name;
+  const void* data;
+  const TensorLayout* layout;
+  bool isOutput;
+};
+
+bool overlaps(const Operand& a, const Operand& b) {
+  const auto a0 = reinterpret_cast<uintptr_t>(a.data);
+  const auto b0 = reinterpret_cast<uintptr_t>(b.data);
+  return a0 < b0 + static_cast<uintptr_t>(b.layout->spanBytes()) &&
+         b0 < a0 + static_cast<uintptr_t>(a.layout->spanBytes());
+}
+
+// An initializer_list, not a vector: the execute path allocates nothing, not even on the host.
+void checkOperands(std::initializer_list<Operand> operands) {
+  for (const Operand& op : operands) {
+    requireNotNull(op.data, op.name);
+    require(reinterpret_cast<uintptr_t>(op.data) % kTensorAlignment == 0,
+            FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, op.name, " (", op.data,
+            ") is not aligned to ", kTensorAlignment, " bytes");
+  }
+  for (const Operand& out : operands) {
+    if (!out.isOutput) continue;
+    for (const Operand& other : operands) {
+      require(&out == &other || !overlaps(out, other), FFPA_STATUS_BAD_PARAM, "output ", out.name,
+              " overlaps ", other.name, "; outputs must not share memory with any other tensor of the call");
+    }
+  }
+}
+
+void checkWorkspace(const Plan& plan, const void* workspace, size_t workspaceSize,
+                    const char* queryName) {
+  require(workspaceSize >= plan.workspaceBytes, FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT,
+          "workspaceSize is ", workspaceSize, " bytes; this problem needs ", plan.workspaceBytes,
+          " (see ", queryName, ")");
+  if (plan.workspaceBytes == 0) return;
+  requireNotNull(workspace, "workspace");
+  require(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment == 0,
+          FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "workspace (", workspace,
+          ") is not aligned to ", kWorkspaceAlignment, " bytes");
+}
+
+// LSE is optional in the forward: its descriptor and pointer come together or not at all.
+const TensorLayout* optionalLse(ffpaTensorDescriptor_t lseDesc, const void* lse) {
+  require((lseDesc == nullptr) == (lse == nullptr), FFPA_STATUS_BAD_PARAM_NULL_POINTER,
+          lseDesc == nullptr ? "lseDesc is NULL but lse is not" : "lse is NULL but lseDesc is not",
+          "; pass both to get the log-sum-exp, or neither");
+  return lseDesc == nullptr ? nullptr : &tensorLayout(lseDesc, "lseDesc");
+}
+
+struct PlannedCall {
+  Context& context;
+  CallSnapshot snapshot;
+  AttentionProblem problem;
+  std::shared_ptr<const Plan> plan;
+};
+
+PlannedCall planForward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
+                        ffpaTensorDescriptor_t qDesc, ffpaTensorDescriptor_t kDesc,
+                        ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+                        const TensorLayout* lse) {
+  Context& context = contextOf(handle);
+  CallSnapshot snapshot = context.snapshot();
+  setCallLogLevel(snapshot.policy->logLevel());
+  AttentionProblem problem = forwardProblem(
+      attentionSettings(attn, "attn"), tensorLayout(qDesc, "qDesc"), tensorLayout(kDesc, "kDesc"),
+      tensorLayout(vDesc, "vDesc"), tensorLayout(oDesc, "oDesc"), lse);
+  auto plan = context.plan(problem, *snapshot.policy);
+  return {context, std::move(snapshot), std::move(problem), std::move(plan)};
+}
+
+BackwardLayouts backwardLayouts(ffpaTensorDescriptor_t qDesc, ffpaTensorDescriptor_t kDesc,
+                                ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+                                ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc,
+                                ffpaTensorDescriptor_t dqDesc, ffpaTensorDescriptor_t dkDesc,
+                                ffpaTensorDescriptor_t dvDesc) {
+  return {&tensorLayout(qDesc, "qDesc"),   &tensorLayout(kDesc, "kDesc"),
+          &tensorLayout(vDesc, "vDesc"),   &tensorLayout(oDesc, "oDesc"),
+          &tensorLayout(doDesc, "doDesc"), &tensorLayout(lseDesc, "lseDesc"),
+          &tensorLayout(dqDesc, "dqDesc"), &tensorLayout(dkDesc, "dkDesc"),
+          &tensorLayout(dvDesc, "dvDesc")};
+}
+
+PlannedCall planBackward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
+                         const BackwardLayouts& layouts) {
+  Context& context = contextOf(handle);
+  CallSnapshot snapshot = context.snapshot();
+  setCallLogLevel(snapshot.policy->logLevel());
+  AttentionProblem problem = backwardProblem(attentionSettings(attn, "attn"), layouts);
+  auto plan = context.plan(problem, *snapshot.policy);
+  return {context, std::move(snapshot), std::move(problem), std::move(plan)};
+}
+
+void execute(const PlannedCall& call, const TensorArgs& tensors, void* workspace) {
+  const Context& context = call.context;
+  require(context.runtime() != nullptr, FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE,
+          "this handle was created with ffpaCreateForDevice for a described device (",
+          context.device().name, "); it plans but cannot execute");
+  ScopedDevice device(context.device().ordinal);
+  call.plan->payload->launch({call.problem, tensors, workspace, call.plan->kernelWorkspaceBytes,
+                              call.snapshot.stream, *context.runtime()});
+  if (call.snapshot.policy->flag(FFPA_POLICY_SANITY_CHECK)) {
+    runSanityCheck(call.problem, tensors, slice<void>(workspace, call.plan->sanityScratchOffset),
+                   call.snapshot.stream, call.snapshot.policy->logLevel());
+  }
+}
+
+}  // namespace
+}  // namespace ffpa
+
+extern "C" {
+
+FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t lseDesc, size_t* bytes) {
+  return ffpa::guarded("ffpaGetAttentionForwardWorkspaceSize", [&] {
+    ffpa::requireNotNull(bytes, "bytes");
+    const ffpa::TensorLayout* lse = lseDesc == nullptr ? nullptr : &ffpa::tensorLayout(lseDesc, "lseDesc");
+    *bytes = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse).plan->workspaceBytes;
+  });
+}
+
+FFPA_API ffpaStatus_t ffpaAttentionForward(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    const void* q, ffpaTensorDescriptor_t kDesc, const void* k, ffpaTensorDescriptor_t vDesc,
+    const void* v, ffpaTensorDescriptor_t oDesc, void* o, ffpaTensorDescriptor_t lseDesc,
+    float* lse, void* workspace, size_t workspaceSize) {
+  return ffpa::guarded("ffpaAttentionForward", [&] {
+    const ffpa::TensorLayout* lseLayout = ffpa::optionalLse(lseDesc, lse);
+    const ffpa::PlannedCall call = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lseLayout);
+    const ffpa::Operand qOp{"q", q, &ffpa::tensorLayout(qDesc, "qDesc"), false};
+    const ffpa::Operand kOp{"k", k, &ffpa::tensorLayout(kDesc, "kDesc"), false};
+    const ffpa::Operand vOp{"v", v, &ffpa::tensorLayout(vDesc, "vDesc"), false};
+    const ffpa::Operand oOp{"o", o, &ffpa::tensorLayout(oDesc, "oDesc"), true};
+    if (lseLayout != nullptr) {
+      ffpa::checkOperands({qOp, kOp, vOp, oOp, {"lse", lse, lseLayout, true}});
+    } else {
+      ffpa::checkOperands({qOp, kOp, vOp, oOp});
+    }
+    ffpa::checkWorkspace(*call.plan, workspace, workspaceSize, "ffpaGetAttentionForwardWorkspaceSize");
+    ffpa::TensorArgs tensors;
+    tensors.q = q;
+    tensors.k = k;
+    tensors.v = v;
+    tensors.out = o;
+    tensors.lseOut = lse;
+    ffpa::execute(call, tensors, workspace);
+  });
+}
+
+FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc, ffpaTensorDescriptor_t dqDesc,
+    ffpaTensorDescriptor_t dkDesc, ffpaTensorDescriptor_t dvDesc, size_t* bytes) {
+  return ffpa::guarded("ffpaGetAttentionBackwardWorkspaceSize", [&] {
+    ffpa::requireNotNull(bytes, "bytes");
+    const ffpa::BackwardLayouts layouts = ffpa::backwardLayouts(
+        qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
+    *bytes = ffpa::planBackward(handle, attn, layouts).plan->workspaceBytes;
+  });
+}
+
+FFPA_API ffpaStatus_t ffpaAttentionBackward(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    const void* q, ffpaTensorDescriptor_t kDesc, const void* k, ffpaTensorDescriptor_t vDesc,
+    const void* v, ffpaTensorDescriptor_t oDesc, const void* o, ffpaTensorDescriptor_t doDesc,
+    const void* dO, ffpaTensorDescriptor_t lseDesc, const float* lse,
+    ffpaTensorDescriptor_t dqDesc, void* dq, ffpaTensorDescriptor_t dkDesc, void* dk,
+    ffpaTensorDescriptor_t dvDesc, void* dv, void* workspace, size_t workspaceSize) {
+  return ffpa::guarded("ffpaAttentionBackward", [&] {
+    const ffpa::BackwardLayouts t = ffpa::backwardLayouts(
+        qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
+    const ffpa::PlannedCall call = ffpa::planBackward(handle, attn, t);
+    ffpa::checkOperands({{"q", q, t.q, false},    {"k", k, t.k, false},     {"v", v, t.v, false},
+                         {"o", o, t.o, false},    {"dO", dO, t.dO, false},  {"lse", lse, t.lse, false},
+                         {"dq", dq, t.dq, true},  {"dk", dk, t.dk, true},   {"dv", dv, t.dv, true}});
+    ffpa::checkWorkspace(*call.plan, workspace, workspaceSize, "ffpaGetAttentionBackwardWorkspaceSize");
+    ffpa::TensorArgs tensors;
+    tensors.q = q;
+    tensors.k = k;
+    tensors.v = v;
+    tensors.o = o;
+    tensors.dO = dO;
+    tensors.lse = lse;
+    tensors.dq = dq;
+    tensors.dk = dk;
+    tensors.dv = dv;
+    ffpa::execute(call, tensors, workspace);
+  });
+}
+
+}  // extern "C"

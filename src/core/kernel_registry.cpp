@@ -1,0 +1,25 @@
+#include "core/kernel_registry.h"
+
+#include "reference/reference_variants.h"
+
+#include <algorithm>
+
+namespace ffpa {
+
+void KernelRegistry::add(KernelVariant variant) {
+  const auto position = std::upper_bound(
+      variants_.begin(), variants_.end(), variant.priority,
+      [](int priority, const KernelVariant& existing) { return priority > existing.priority; });
+  variants_.insert(position, std::move(variant));
+}
+
+const KernelRegistry& builtinKernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    registerReferenceVariants(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace ffpa

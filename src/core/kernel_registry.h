@@ -1,0 +1,64 @@
+// The registry kernel variants put themselves into, and the answer each gives the planner.
+//
+// A variant answers a problem in one of three ways: it applies; the problem is outside its domain
+// (the planner tries the next one); or the problem is in its domain but the policies ask for
+// something illegal or not compiled (the planner then fails with that status rather than fall
+// back to the reference path: a knob is never silently ignored).
+#pragma once
+
+#include "core/device.h"
+#include "core/plan.h"
+#include "core/policy.h"
+#include "core/problem.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ffpa {
+
+struct PlanRequest {
+  const AttentionProblem& problem;
+  const Policy& policy;
+  const DeviceInfo& device;
+  const DeviceRuntime* runtime;  // null for a described device: plan, but prepare nothing on it
+};
+
+struct Support {
+  enum class Verdict { Applies, NotApplicable, Rejected };
+  Verdict verdict = Verdict::Applies;
+  ffpaStatus_t status = FFPA_STATUS_SUCCESS;  // for Rejected: the status the call fails with
+  std::string reason;
+
+  static Support applies() { return {}; }
+  static Support notApplicable(std::string why) {
+    return {Verdict::NotApplicable, FFPA_STATUS_NOT_SUPPORTED, std::move(why)};
+  }
+  static Support rejected(ffpaStatus_t status, std::string why) {
+    return {Verdict::Rejected, status, std::move(why)};
+  }
+};
+
+struct KernelVariant {
+  std::string name;
+  Direction direction = Direction::Forward;
+  int priority = 0;          // among variants that apply, the highest wins
+  bool isReference = false;  // used only when no other variant applies or rejects, or by policy
+  std::function<Support(const PlanRequest&)> supports;
+  std::function<Plan(const PlanRequest&)> plan;  // called only after supports() said Applies
+};
+
+class KernelRegistry {
+ public:
+  void add(KernelVariant variant);
+  // Highest priority first.
+  const std::vector<KernelVariant>& variants() const { return variants_; }
+
+ private:
+  std::vector<KernelVariant> variants_;
+};
+
+// The variants compiled into this library: the reference path and every fast kernel.
+const KernelRegistry& builtinKernels();
+
+}  // namespace ffpa

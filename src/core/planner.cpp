@@ -1,0 +1,61 @@
+#include "core/planner.h"
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/workspace_layout.h"
+
+#include <optional>
+
+namespace ffpa {
+namespace {
+
+Plan planWith(const KernelVariant& variant, const PlanRequest& request) {
+  Plan plan = variant.plan(request);
+  plan.kernel = variant.name;
+  plan.workspaceBytes = plan.kernelWorkspaceBytes;
+  if (request.policy.flag(FFPA_POLICY_SANITY_CHECK)) {
+    plan.sanityScratchOffset = alignUp(plan.kernelWorkspaceBytes);
+    plan.workspaceBytes = plan.sanityScratchOffset + kSanityScratchBytes;
+  }
+  logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_INFO,
+             cat("plan: ", describe(request.problem), " -> ", plan.kernel, " [", plan.config,
+                 "], workspace ", plan.workspaceBytes, " bytes"));
+  return plan;
+}
+
+}  // namespace
+
+Plan Planner::plan(const PlanRequest& request) const {
+  const ffpaLogLevel_t level = request.policy.logLevel();
+  const bool referenceOnly = request.policy.flag(FFPA_POLICY_REFERENCE_BACKEND);
+  const std::string problem = describe(request.problem);
+  std::string reasons;
+  std::optional<Support> rejection;  // the first variant that refused the policies
+
+  // Fast variants first, best first; the reference path only when none applies or rejects.
+  for (const bool referencePass : {false, true}) {
+    if (referencePass && rejection) break;
+    for (const KernelVariant& variant : registry_.variants()) {
+      if (variant.isReference != referencePass || variant.direction != request.problem.direction) {
+        continue;
+      }
+      if (referenceOnly && !variant.isReference) continue;
+      const Support support = variant.supports(request);
+      if (support.verdict == Support::Verdict::Applies) {
+        logMessage(level, FFPA_LOG_LEVEL_DEBUG, cat("planner: ", variant.name, " serves ", problem));
+        return planWith(variant, request);
+      }
+      logMessage(level, FFPA_LOG_LEVEL_DEBUG,
+                 cat("planner: ", variant.name, " does not serve ", problem, ": ", support.reason));
+      reasons += cat("; ", variant.name, ": ", support.reason);
+      if (support.verdict == Support::Verdict::Rejected && !rejection) rejection = support;
+    }
+  }
+  if (rejection) {
+    fail(rejection->status, cat("no kernel serves ", problem, " with these policies", reasons));
+  }
+  fail(FFPA_STATUS_NOT_SUPPORTED, cat("no kernel serves ", problem,
+                                      reasons.empty() ? std::string("; none is compiled for it") : reasons));
+}
+
+}  // namespace ffpa

@@ -1,0 +1,139 @@
+#include "core/problem.h"
+
+#include "core/error.h"
+
+#include <cmath>
+
+namespace ffpa {
+namespace {
+
+std::string dimsText(const TensorLayout& t) {
+  std::string text = "[";
+  for (int32_t i = 0; i < t.nbDims; ++i) text += cat(i ? ", " : "", t.dims[i]);
+  return text + "]";
+}
+
+Strides stridesOf(const TensorLayout& t) {
+  Strides s{};
+  for (int32_t i = 0; i < t.nbDims; ++i) s[i] = t.strides[i];
+  return s;
+}
+
+// Q, K, V, O and the gradients: 4-D, the problem's type, unit stride on D.
+void checkAttentionTensor(const TensorLayout& t, const char* name, ffpaDataType_t dtype) {
+  require(t.nbDims == 4, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " has ", t.nbDims,
+          " dimensions; attention tensors have 4: [B, H, N, D]");
+  require(t.dtype == dtype, FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, name, " is ", dataTypeName(t.dtype),
+          " but qDesc is ", dataTypeName(dtype), "; Q, K, V, O and the gradients share one type");
+  require(t.dims[3] == 1 || t.strides[3] == 1, FFPA_STATUS_BAD_PARAM_STRIDE, name,
+          ": the stride of D (the last dimension) is ", t.strides[3], "; it must be 1");
+}
+
+void requireDims(const TensorLayout& t, const char* name, int64_t b, int64_t h, int64_t n, int64_t d,
+                 const char* expectation) {
+  require(t.dims[0] == b && t.dims[1] == h && t.dims[2] == n && t.dims[3] == d,
+          FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " is ", dimsText(t), "; expected [", b, ", ",
+          h, ", ", n, ", ", d, "] (", expectation, ")");
+}
+
+AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& q,
+                             const TensorLayout& k, const TensorLayout& v, const TensorLayout& o,
+                             const char* oName) {
+  checkAttentionTensor(q, "qDesc", q.dtype);
+  checkAttentionTensor(k, "kDesc", q.dtype);
+  checkAttentionTensor(v, "vDesc", q.dtype);
+  checkAttentionTensor(o, oName, q.dtype);
+
+  AttentionProblem p;
+  p.dtype = q.dtype;
+  p.batch = q.dims[0];
+  p.headsQ = q.dims[1];
+  p.seqQ = q.dims[2];
+  p.headDimQk = q.dims[3];
+  p.headsKv = k.dims[1];
+  p.seqKv = k.dims[2];
+  p.headDimV = v.dims[3];
+
+  requireDims(k, "kDesc", p.batch, p.headsKv, p.seqKv, p.headDimQk,
+              "K has Q's batch and head dimension");
+  requireDims(v, "vDesc", p.batch, p.headsKv, p.seqKv, p.headDimV,
+              "V has K's batch, heads and sequence length");
+  requireDims(o, oName, p.batch, p.headsQ, p.seqQ, p.headDimV,
+              "O has Q's batch, heads and sequence length and V's head dimension");
+  require(p.headsQ % p.headsKv == 0, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "qDesc has ", p.headsQ,
+          " heads and kDesc ", p.headsKv, "; the query heads must be a multiple of the key/value heads");
+  require(p.headDimQk <= FFPA_MAX_HEAD_DIM && p.headDimV <= FFPA_MAX_HEAD_DIM,
+          FFPA_STATUS_NOT_SUPPORTED_SHAPE, "head dimensions are ", p.headDimQk, " (Q, K) and ",
+          p.headDimV, " (V); allowed: 1 to FFPA_MAX_HEAD_DIM (", FFPA_MAX_HEAD_DIM, ")");
+
+  p.causal = attn.causal;
+  p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));
+  p.q = stridesOf(q);
+  p.k = stridesOf(k);
+  p.v = stridesOf(v);
+  p.o = stridesOf(o);
+  return p;
+}
+
+void checkLse(AttentionProblem& p, const TensorLayout& lse) {
+  require(lse.nbDims == 3, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "lseDesc has ", lse.nbDims,
+          " dimensions; the log-sum-exp tensor has 3: [B, Hq, Nq]");
+  require(lse.dtype == FFPA_DATA_TYPE_FLOAT32, FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "lseDesc is ",
+          dataTypeName(lse.dtype), "; the log-sum-exp tensor is fp32");
+  require(lse.dims[0] == p.batch && lse.dims[1] == p.headsQ && lse.dims[2] == p.seqQ,
+          FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "lseDesc is ", dimsText(lse), "; expected [", p.batch,
+          ", ", p.headsQ, ", ", p.seqQ, "] ([B, Hq, Nq] of Q)");
+  p.hasLse = true;
+  p.lse = stridesOf(lse);
+}
+
+void checkGradient(const TensorLayout& grad, const char* name, const TensorLayout& primal,
+                   const char* primalName, ffpaDataType_t dtype) {
+  checkAttentionTensor(grad, name, dtype);
+  requireDims(grad, name, primal.dims[0], primal.dims[1], primal.dims[2], primal.dims[3],
+              cat("the shape of ", primalName).c_str());
+}
+
+}  // namespace
+
+AttentionProblem forwardProblem(const AttentionSettings& attn, const TensorLayout& q,
+                                const TensorLayout& k, const TensorLayout& v,
+                                const TensorLayout& o, const TensorLayout* lse) {
+  AttentionProblem p = checkedCore(attn, q, k, v, o, "oDesc");
+  p.direction = Direction::Forward;
+  if (lse != nullptr) checkLse(p, *lse);
+  return p;
+}
+
+AttentionProblem backwardProblem(const AttentionSettings& attn, const BackwardLayouts& t) {
+  AttentionProblem p = checkedCore(attn, *t.q, *t.k, *t.v, *t.o, "oDesc");
+  p.direction = Direction::Backward;
+  checkLse(p, *t.lse);
+  checkGradient(*t.dO, "doDesc", *t.o, "oDesc", p.dtype);
+  checkGradient(*t.dq, "dqDesc", *t.q, "qDesc", p.dtype);
+  checkGradient(*t.dk, "dkDesc", *t.k, "kDesc", p.dtype);
+  checkGradient(*t.dv, "dvDesc", *t.v, "vDesc", p.dtype);
+  p.dO = stridesOf(*t.dO);
+  p.dq = stridesOf(*t.dq);
+  p.dk = stridesOf(*t.dk);
+  p.dv = stridesOf(*t.dv);
+  return p;
+}
+
+double forwardFlops(const AttentionProblem& p) {
+  const double full = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.headsQ) *
+                      static_cast<double>(p.seqQ) * static_cast<double>(p.seqKv) *
+                      static_cast<double>(p.headDimQk + p.headDimV);
+  return p.causal == FFPA_CAUSAL_NONE ? full : full / 2.0;
+}
+
+}  // namespace ffpa
+
+namespace ffpa {
+std::string describe(const AttentionProblem& p) {
+  return cat(p.direction == Direction::Forward ? "forward " : "backward ", dataTypeName(p.dtype),
+             " B=", p.batch, " Hq=", p.headsQ, " Hkv=", p.headsKv, " Nq=", p.seqQ, " Nkv=", p.seqKv,
+             " Dqk=", p.headDimQk, " Dv=", p.headDimV, " causal=", causalModeName(p.causal),
+             p.hasLse && p.direction == Direction::Forward ? " lse" : "");
+}
+}  // namespace ffpa

@@ -1,0 +1,69 @@
+// An attention problem: the shapes, strides and settings of one forward or backward call, checked
+// for consistency. Everything that can change a plan lives here (the scale does not; it is
+// passed at launch).
+#pragma once
+
+#include "core/descriptors.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace ffpa {
+
+enum class Direction : int32_t { Forward = 0, Backward = 1 };
+
+using Strides = std::array<int64_t, 4>;  // elements, in [B, H, N, D] order (LSE: D unused)
+
+struct AttentionProblem {
+  Direction direction = Direction::Forward;
+  ffpaDataType_t dtype = FFPA_DATA_TYPE_FLOAT16;
+  int64_t batch = 0;
+  int64_t headsQ = 0;
+  int64_t headsKv = 0;
+  int64_t seqQ = 0;
+  int64_t seqKv = 0;
+  int64_t headDimQk = 0;
+  int64_t headDimV = 0;
+  ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
+  float scale = 0.0f;  // resolved: the descriptor's, or 1/sqrt(headDimQk)
+  bool hasLse = false;
+  Strides q{}, k{}, v{}, o{}, lse{};  // forward and backward
+  Strides dO{}, dq{}, dk{}, dv{};     // backward only
+
+  int64_t groupSize() const { return headsQ / headsKv; }
+  // Offset of key 0 of the causal diagonal: query i sees key j iff j <= i + causalOffset().
+  int64_t causalOffset() const {
+    return causal == FFPA_CAUSAL_BOTTOM_RIGHT ? seqKv - seqQ : 0;
+  }
+};
+
+// The descriptors of a forward call (lse may be nullptr). Throws ffpa::Error naming the
+// descriptor argument that is wrong.
+AttentionProblem forwardProblem(const AttentionSettings& attn, const TensorLayout& q,
+                                const TensorLayout& k, const TensorLayout& v,
+                                const TensorLayout& o, const TensorLayout* lse);
+
+struct BackwardLayouts {
+  const TensorLayout* q;
+  const TensorLayout* k;
+  const TensorLayout* v;
+  const TensorLayout* o;
+  const TensorLayout* dO;
+  const TensorLayout* lse;
+  const TensorLayout* dq;
+  const TensorLayout* dk;
+  const TensorLayout* dv;
+};
+AttentionProblem backwardProblem(const AttentionSettings& attn, const BackwardLayouts& layouts);
+
+// Forward FLOPs by the usual count (2 * B * Hq * Nq * Nkv * (Dqk + Dv)), halved for causal
+// masks; the backward does 2.5 times as many.
+double forwardFlops(const AttentionProblem& problem);
+
+}  // namespace ffpa
+
+namespace ffpa {
+// "forward bf16 B=1 Hq=32 Hkv=8 Nq=4096 Nkv=4096 Dqk=512 Dv=512 causal=none", for messages.
+std::string describe(const AttentionProblem& problem);
+}  // namespace ffpa

@@ -1,0 +1,136 @@
+#include "core/sanity_check.h"
+
+#include "core/cuda_check.h"
+#include "core/logging.h"
+#include "core/planner.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace ffpa {
+namespace {
+
+__device__ inline float toFloat(float x) { return x; }
+__device__ inline float toFloat(__half x) { return __half2float(x); }
+__device__ inline float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// Counts elements that are NaN or infinite (-infinity allowed for log-sum-exp rows that see no
+// key) in a strided [d0, d1, d2, d3] tensor.
+template <class T>
+__global__ void countNonFinite(const T* data, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                               int64_t s0, int64_t s1, int64_t s2, int64_t s3, bool allowNegInf,
+                               unsigned long long* counter) {
+  const int64_t total = d0 * d1 * d2 * d3;
+  unsigned long long bad = 0;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = i;
+    const int64_t x3 = rest % d3; rest /= d3;
+    const int64_t x2 = rest % d2; rest /= d2;
+    const int64_t x1 = rest % d1;
+    const int64_t x0 = rest / d1;
+    const float value = toFloat(data[x0 * s0 + x1 * s1 + x2 * s2 + x3 * s3]);
+    const bool negInf = isinf(value) && value < 0.0f;
+    if (!isfinite(value) && !(allowNegInf && negInf)) ++bad;
+  }
+  if (bad != 0) atomicAdd(counter, bad);
+}
+
+struct Checked {
+  const char* name;
+  const void* data;
+  ffpaDataType_t dtype;
+  std::array<int64_t, 4> dims;
+  Strides strides;
+  bool allowNegInf;
+  bool isOutput;
+};
+
+void enqueueCount(const Checked& t, unsigned long long* counter, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t total = t.dims[0] * t.dims[1] * t.dims[2] * t.dims[3];
+  const int blocks = static_cast<int>(std::min<int64_t>((total + kThreads - 1) / kThreads, 4096));
+  const auto& d = t.dims;
+  const auto& s = t.strides;
+  switch (t.dtype) {
+    case FFPA_DATA_TYPE_FLOAT16:
+      countNonFinite<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(t.data), d[0], d[1],
+                                                      d[2], d[3], s[0], s[1], s[2], s[3],
+                                                      t.allowNegInf, counter);
+      break;
+    case FFPA_DATA_TYPE_BFLOAT16:
+      countNonFinite<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(t.data),
+                                                      d[0], d[1], d[2], d[3], s[0], s[1], s[2],
+                                                      s[3], t.allowNegInf, counter);
+      break;
+    default:
+      countNonFinite<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(t.data), d[0], d[1],
+                                                      d[2], d[3], s[0], s[1], s[2], s[3],
+                                                      t.allowNegInf, counter);
+  }
+  checkLaunch("sanity check kernel");
+}
+
+std::vector<Checked> tensorsOf(const AttentionProblem& p, const TensorArgs& a) {
+  const auto dt = p.dtype;
+  const std::array<int64_t, 4> qDims{p.batch, p.headsQ, p.seqQ, p.headDimQk};
+  const std::array<int64_t, 4> kDims{p.batch, p.headsKv, p.seqKv, p.headDimQk};
+  const std::array<int64_t, 4> vDims{p.batch, p.headsKv, p.seqKv, p.headDimV};
+  const std::array<int64_t, 4> oDims{p.batch, p.headsQ, p.seqQ, p.headDimV};
+  const std::array<int64_t, 4> lseDims{p.batch, p.headsQ, p.seqQ, 1};
+  std::vector<Checked> list = {{"q", a.q, dt, qDims, p.q, false, false},
+                               {"k", a.k, dt, kDims, p.k, false, false},
+                               {"v", a.v, dt, vDims, p.v, false, false}};
+  if (p.direction == Direction::Forward) {
+    list.push_back({"o", a.out, dt, oDims, p.o, false, true});
+    if (p.hasLse) list.push_back({"lse", a.lseOut, FFPA_DATA_TYPE_FLOAT32, lseDims, p.lse, true, true});
+  } else {
+    list.push_back({"o", a.o, dt, oDims, p.o, false, false});
+    list.push_back({"dO", a.dO, dt, oDims, p.dO, false, false});
+    list.push_back({"lse", a.lse, FFPA_DATA_TYPE_FLOAT32, lseDims, p.lse, true, false});
+    list.push_back({"dq", a.dq, dt, qDims, p.dq, false, true});
+    list.push_back({"dk", a.dk, dt, kDims, p.dk, false, true});
+    list.push_back({"dv", a.dv, dt, vDims, p.dv, false, true});
+  }
+  return list;
+}
+
+}  // namespace
+
+void runSanityCheck(const AttentionProblem& problem, const TensorArgs& tensors, void* scratch,
+                    ffpaStream_t stream, ffpaLogLevel_t logLevel) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  checkCuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone) {
+    logMessage(logLevel, FFPA_LOG_LEVEL_WARNING,
+               "FFPA_POLICY_SANITY_CHECK: skipped while the stream is captured into a CUDA graph");
+    return;
+  }
+  checkCuda(cudaStreamSynchronize(stream), "the attention kernels (reported at synchronization)");
+
+  const std::vector<Checked> list = tensorsOf(problem, tensors);
+  static_assert(kSanityScratchBytes >= 10 * sizeof(unsigned long long), "one counter per tensor");
+  auto* counters = static_cast<unsigned long long*>(scratch);
+  checkCuda(cudaMemsetAsync(counters, 0, list.size() * sizeof *counters, stream), "cudaMemsetAsync");
+  for (size_t i = 0; i < list.size(); ++i) enqueueCount(list[i], counters + i, stream);
+  std::vector<unsigned long long> found(list.size());
+  checkCuda(cudaMemcpyAsync(found.data(), counters, list.size() * sizeof *counters,
+                            cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+
+  // Inputs first: a NaN in an input explains the NaN in the outputs.
+  for (const bool outputs : {false, true}) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].isOutput != outputs || found[i] == 0) continue;
+      fail(FFPA_STATUS_EXECUTION_FAILED_NON_FINITE,
+           cat("sanity check: ", outputs ? "output " : "input ", list[i].name, " holds ", found[i],
+               " NaN or infinite value(s) after ", describe(problem)));
+    }
+  }
+}
+
+}  // namespace ffpa

@@ -1,0 +1,289 @@
+#include "reference/reference_kernels.h"
+
+#include "core/cuda_check.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <type_traits>
+
+namespace ffpa::reference {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 20;  // kernels loop over the rest (grid-stride)
+
+// Strides as a plain struct: what a kernel parameter should be.
+struct Stride4 {
+  int64_t b, h, n, d;
+};
+Stride4 plain(const Strides& s) { return {s[0], s[1], s[2], s[3]}; }
+
+__device__ inline float toFloat(float x) { return x; }
+__device__ inline float toFloat(__half x) { return __half2float(x); }
+__device__ inline float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <class T>
+__device__ inline T fromFloat(float x);
+template <>
+__device__ inline float fromFloat<float>(float x) { return x; }
+template <>
+__device__ inline __half fromFloat<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ inline __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+struct RowCoord {
+  int64_t b, h, n;
+};
+
+// The tensor coordinates of stacked row `rho` of a chunk (see ChunkGeometry).
+__device__ inline RowCoord queryRow(const ChunkGeometry& g, int64_t rho) {
+  const int64_t perUnit = g.group * g.rows;
+  const int64_t u = rho / perUnit;
+  const int64_t inUnit = rho - u * perUnit;
+  const int64_t j = inUnit / g.rows;
+  const int64_t unit = g.firstUnit + u;
+  const int64_t b = unit / g.headsKv;
+  const int64_t kvHead = unit - b * g.headsKv;
+  return {b, kvHead * g.group + j, g.firstRow + (inUnit - j * g.rows)};
+}
+
+// Number of keys query n sees: all of them, or those on or left of the causal diagonal.
+__device__ inline int64_t visibleKeys(const CausalMask& mask, int64_t n, int64_t seqKv) {
+  if (mask.mode == FFPA_CAUSAL_NONE) return seqKv;
+  return max(int64_t{0}, min(seqKv, n + mask.offset + 1));
+}
+
+__device__ inline int64_t gridStart() { return blockIdx.x * int64_t{blockDim.x} + threadIdx.x; }
+__device__ inline int64_t gridStep() { return int64_t{gridDim.x} * blockDim.x; }
+
+template <class Op>
+__device__ float blockReduce(float value, Op op) {
+  __shared__ float partial[32];
+  for (int offset = 16; offset > 0; offset /= 2) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  __syncthreads();  // `partial` may still be read by a previous reduction
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  value = partial[0];
+  for (int w = 1; w < blockDim.x / 32; ++w) value = op(value, partial[w]);
+  return value;
+}
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+template <class T>
+__global__ void gatherQueryRowsKernel(const T* src, Stride4 s, ChunkGeometry g, int64_t dim, float* dst) {
+  const int64_t total = g.units * g.group * g.rows * dim;
+  for (int64_t i = gridStart(); i < total; i += gridStep()) {
+    const int64_t rho = i / dim;
+    const int64_t d = i - rho * dim;
+    const RowCoord c = queryRow(g, rho);
+    dst[i] = toFloat(src[c.b * s.b + c.h * s.h + c.n * s.n + d * s.d]);
+  }
+}
+
+template <class T>
+__global__ void scatterQueryRowsKernel(const float* src, T* dst, Stride4 s, ChunkGeometry g, int64_t dim) {
+  const int64_t total = g.units * g.group * g.rows * dim;
+  for (int64_t i = gridStart(); i < total; i += gridStep()) {
+    const int64_t rho = i / dim;
+    const int64_t d = i - rho * dim;
+    const RowCoord c = queryRow(g, rho);
+    dst[c.b * s.b + c.h * s.h + c.n * s.n + d * s.d] = fromFloat<T>(src[i]);
+  }
+}
+
+template <class T>
+__global__ void gatherUnitRowsKernel(const T* src, Stride4 s, ChunkGeometry g, int64_t seq, int64_t dim,
+                                     float* dst) {
+  const int64_t total = g.units * seq * dim;
+  for (int64_t i = gridStart(); i < total; i += gridStep()) {
+    const int64_t d = i % dim;
+    const int64_t n = (i / dim) % seq;
+    const int64_t unit = g.firstUnit + i / (dim * seq);
+    const int64_t b = unit / g.headsKv;
+    dst[i] = toFloat(src[b * s.b + (unit - b * g.headsKv) * s.h + n * s.n + d * s.d]);
+  }
+}
+
+template <class T>
+__global__ void scatterUnitRowsKernel(const float* src, T* dst, Stride4 s, ChunkGeometry g, int64_t seq,
+                                      int64_t dim) {
+  const int64_t total = g.units * seq * dim;
+  for (int64_t i = gridStart(); i < total; i += gridStep()) {
+    const int64_t d = i % dim;
+    const int64_t n = (i / dim) % seq;
+    const int64_t unit = g.firstUnit + i / (dim * seq);
+    const int64_t b = unit / g.headsKv;
+    dst[b * s.b + (unit - b * g.headsKv) * s.h + n * s.n + d * s.d] = fromFloat<T>(src[i]);
+  }
+}
+
+// One block per row: max, sum of exponentials, normalization; fp32 throughout with expf/logf
+// (the reference is built without fast math).
+__global__ void softmaxRowsKernel(float* scores, ChunkGeometry g, int64_t seqKv, CausalMask mask,
+                                  float* lse, Stride4 ls) {
+  const int64_t rows = g.units * g.group * g.rows;
+  for (int64_t rho = blockIdx.x; rho < rows; rho += gridDim.x) {
+    float* row = scores + rho * seqKv;
+    const RowCoord c = queryRow(g, rho);
+    const int64_t visible = visibleKeys(mask, c.n, seqKv);
+    float rowMax = -INFINITY;
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) rowMax = fmaxf(rowMax, row[j]);
+    rowMax = blockReduce(rowMax, MaxOp{});
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += expf(row[j] - rowMax);
+    sum = blockReduce(sum, SumOp{});
+    const float inverse = visible > 0 ? 1.0f / sum : 0.0f;
+    for (int64_t j = threadIdx.x; j < seqKv; j += blockDim.x) {
+      row[j] = j < visible ? expf(row[j] - rowMax) * inverse : 0.0f;
+    }
+    if (lse != nullptr && threadIdx.x == 0) {
+      lse[c.b * ls.b + c.h * ls.h + c.n * ls.n] = visible > 0 ? rowMax + logf(sum) : -INFINITY;
+    }
+  }
+}
+
+__global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64_t seqKv, CausalMask mask,
+                                           const float* lse, Stride4 ls) {
+  const int64_t total = g.units * g.group * g.rows * seqKv;
+  for (int64_t i = gridStart(); i < total; i += gridStep()) {
+    const int64_t rho = i / seqKv;
+    const int64_t j = i - rho * seqKv;
+    const RowCoord c = queryRow(g, rho);
+    const float rowLse = lse[c.b * ls.b + c.h * ls.h + c.n * ls.n];
+    const bool visible = j < visibleKeys(mask, c.n, seqKv) && rowLse != -INFINITY;
+    scores[i] = visible ? expf(scores[i] - rowLse) : 0.0f;
+  }
+}
+
+template <class T>
+__global__ void rowDotProductsKernel(const T* o, Stride4 so, const T* dO, Stride4 sd, ChunkGeometry g,
+                                     int64_t dimV, float* delta) {
+  const int64_t rows = g.units * g.group * g.rows;
+  for (int64_t rho = blockIdx.x; rho < rows; rho += gridDim.x) {
+    const RowCoord c = queryRow(g, rho);
+    const T* oRow = o + c.b * so.b + c.h * so.h + c.n * so.n;
+    const T* dRow = dO + c.b * sd.b + c.h * sd.h + c.n * sd.n;
+    float sum = 0.0f;
+    for (int64_t d = threadIdx.x; d < dimV; d += blockDim.x) sum += toFloat(oRow[d * so.d]) * toFloat(dRow[d * sd.d]);
+    sum = blockReduce(sum, SumOp{});
+    if (threadIdx.x == 0) delta[rho] = sum;
+  }
+}
+
+__global__ void softmaxGradientKernel(float* dScores, const float* probs, const float* delta, int64_t rows,
+                                      int64_t seqKv) {
+  const int64_t total = rows * seqKv;
+  for (int64_t i = gridStart(); i < total; i += gridStep()) {
+    dScores[i] = probs[i] * (dScores[i] - delta[i / seqKv]);
+  }
+}
+
+int elementwiseBlocks(int64_t total) {
+  return static_cast<int>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, kMaxBlocks));
+}
+int rowBlocks(int64_t rows) { return static_cast<int>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
+
+// Calls fn with a null pointer of the element type of `dtype`, to pick a kernel instance.
+template <class Fn>
+void withElementType(ffpaDataType_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case FFPA_DATA_TYPE_FLOAT16: fn(static_cast<__half*>(nullptr)); break;
+    case FFPA_DATA_TYPE_BFLOAT16: fn(static_cast<__nv_bfloat16*>(nullptr)); break;
+    default: fn(static_cast<float*>(nullptr)); break;
+  }
+}
+
+template <class Tag>
+using ElementOf = std::remove_pointer_t<Tag>;
+
+}  // namespace
+
+void gatherQueryRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_t dim, float* dst,
+                     cudaStream_t stream) {
+  const int64_t total = stackedRows(chunk) * dim;
+  withElementType(src.dtype, [&](auto tag) {
+    using T = ElementOf<decltype(tag)>;
+    gatherQueryRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(src.data), plain(src.strides), chunk, dim, dst);
+  });
+  checkLaunch("gatherQueryRowsKernel");
+}
+
+void scatterQueryRows(const float* src, const MutableDeviceTensor& dst, const ChunkGeometry& chunk,
+                      int64_t dim, cudaStream_t stream) {
+  const int64_t total = stackedRows(chunk) * dim;
+  withElementType(dst.dtype, [&](auto tag) {
+    using T = ElementOf<decltype(tag)>;
+    scatterQueryRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
+        src, static_cast<T*>(dst.data), plain(dst.strides), chunk, dim);
+  });
+  checkLaunch("scatterQueryRowsKernel");
+}
+
+void gatherUnitRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_t seq, int64_t dim,
+                    float* dst, cudaStream_t stream) {
+  const int64_t total = chunk.units * seq * dim;
+  withElementType(src.dtype, [&](auto tag) {
+    using T = ElementOf<decltype(tag)>;
+    gatherUnitRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(src.data), plain(src.strides), chunk, seq, dim, dst);
+  });
+  checkLaunch("gatherUnitRowsKernel");
+}
+
+void scatterUnitRows(const float* src, const MutableDeviceTensor& dst, const ChunkGeometry& chunk,
+                     int64_t seq, int64_t dim, cudaStream_t stream) {
+  const int64_t total = chunk.units * seq * dim;
+  withElementType(dst.dtype, [&](auto tag) {
+    using T = ElementOf<decltype(tag)>;
+    scatterUnitRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
+        src, static_cast<T*>(dst.data), plain(dst.strides), chunk, seq, dim);
+  });
+  checkLaunch("scatterUnitRowsKernel");
+}
+
+void softmaxRows(float* scores, const ChunkGeometry& chunk, int64_t seqKv, CausalMask mask,
+                 float* lse, const Strides& lseStrides, cudaStream_t stream) {
+  softmaxRowsKernel<<<rowBlocks(stackedRows(chunk)), kThreads, 0, stream>>>(
+      scores, chunk, seqKv, mask, lse, plain(lseStrides));
+  checkLaunch("softmaxRowsKernel");
+}
+
+void probabilitiesFromLse(float* scores, const ChunkGeometry& chunk, int64_t seqKv,
+                          CausalMask mask, const float* lse, const Strides& lseStrides,
+                          cudaStream_t stream) {
+  const int64_t total = stackedRows(chunk) * seqKv;
+  probabilitiesFromLseKernel<<<elementwiseBlocks(total), kThreads, 0, stream>>>(
+      scores, chunk, seqKv, mask, lse, plain(lseStrides));
+  checkLaunch("probabilitiesFromLseKernel");
+}
+
+void rowDotProducts(const DeviceTensor& o, const DeviceTensor& dO, const ChunkGeometry& chunk,
+                    int64_t dimV, float* delta, cudaStream_t stream) {
+  withElementType(o.dtype, [&](auto tag) {
+    using T = ElementOf<decltype(tag)>;
+    rowDotProductsKernel<T><<<rowBlocks(stackedRows(chunk)), kThreads, 0, stream>>>(
+        static_cast<const T*>(o.data), plain(o.strides), static_cast<const T*>(dO.data),
+        plain(dO.strides), chunk, dimV, delta);
+  });
+  checkLaunch("rowDotProductsKernel");
+}
+
+void softmaxGradient(float* dScores, const float* probs, const float* delta, int64_t rows,
+                     int64_t seqKv, cudaStream_t stream) {
+  softmaxGradientKernel<<<elementwiseBlocks(rows * seqKv), kThreads, 0, stream>>>(dScores, probs, delta,
+                                                                                 rows, seqKv);
+  checkLaunch("softmaxGradientKernel");
+}
+
+}  // namespace ffpa::reference

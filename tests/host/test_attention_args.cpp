@@ -1,0 +1,185 @@
+// Workspace queries and execute calls: every argument check, on a described device (the checks
+// run before anything touches a GPU, so all of them are covered here).
+#include "test_support.h"
+
+using namespace ffpa_test;
+
+namespace {
+
+// Fake device addresses: aligned, far apart, never dereferenced by the argument checks.
+void* address(uintptr_t gib) { return reinterpret_cast<void*>(gib << 30); }
+
+}  // namespace
+
+TEST_CASE("workspace queries plan the reference path for any valid problem, fp32 included") {
+  Handle h;
+  Attention attn(FFPA_CAUSAL_BOTTOM_RIGHT);
+  for (const ffpaDataType_t dtype : {FFPA_DATA_TYPE_FLOAT16, FFPA_DATA_TYPE_BFLOAT16, FFPA_DATA_TYPE_FLOAT32}) {
+    Problem p(dtype, 2, 8, 2, 100, 300, 576, 512);  // GQA, Nq != Nkv, Dqk != Dv
+    size_t forward = 0, backward = 0, noLse = 0;
+    REQUIRE_OK(p.forwardWorkspace(h, attn, &forward));
+    REQUIRE_OK(p.forwardWorkspace(h, attn, &noLse, false));
+    REQUIRE_OK(p.backwardWorkspace(h, attn, &backward));
+    CHECK(forward > 0);
+    CHECK(noLse == forward);
+    CHECK(backward > forward);
+    CHECK(forward % 256 == 0);
+  }
+  CHECK_FAILS_WITH(Problem(FFPA_DATA_TYPE_FLOAT16, 1, 1, 1, 8, 8, 64, 64).forwardWorkspace(h, attn, nullptr),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "bytes");
+}
+
+TEST_CASE("shape, type and stride mismatches name the descriptor and what was expected") {
+  Handle h;
+  Attention attn;
+  size_t bytes = 0;
+  Tensor q(FFPA_DATA_TYPE_FLOAT16, {2, 8, 64, 128});
+  Tensor o(FFPA_DATA_TYPE_FLOAT16, {2, 8, 64, 128});
+  Tensor v(FFPA_DATA_TYPE_FLOAT16, {2, 2, 96, 128});
+
+  Tensor kWrongDim(FFPA_DATA_TYPE_FLOAT16, {2, 2, 96, 64});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, kWrongDim, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "kDesc is [2, 2, 96, 64]", "expected [2, 2, 96, 128]");
+  Tensor k3(FFPA_DATA_TYPE_FLOAT16, {2, 3, 96, 128});
+  Tensor v3(FFPA_DATA_TYPE_FLOAT16, {2, 3, 96, 128});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, k3, v3, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "multiple");
+  Tensor k(FFPA_DATA_TYPE_FLOAT16, {2, 2, 96, 128});
+  Tensor vBf16(FFPA_DATA_TYPE_BFLOAT16, {2, 2, 96, 128});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, k, vBf16, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "vDesc is bf16");
+  Tensor vShortSeq(FFPA_DATA_TYPE_FLOAT16, {2, 2, 95, 128});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, k, vShortSeq, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "vDesc");
+  Tensor oWrong(FFPA_DATA_TYPE_FLOAT16, {2, 8, 64, 64});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, k, v, oWrong, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "oDesc");
+  Tensor qStrided(FFPA_DATA_TYPE_FLOAT16, {2, 8, 64, 128}, {8 * 64 * 256, 64 * 256, 256, 2});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, qStrided, k, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_STRIDE, "qDesc", "stride of D");
+  Tensor q3d(FFPA_DATA_TYPE_FLOAT16, {2, 8, 64});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q3d, k, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "qDesc has 3 dimensions");
+  Tensor lseHalf(FFPA_DATA_TYPE_FLOAT16, {2, 8, 64});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, k, v, o, lseHalf, &bytes),
+                   FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "lseDesc is fp16");
+  Tensor lseShape(FFPA_DATA_TYPE_FLOAT32, {2, 8, 63});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, k, v, o, lseShape, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "lseDesc", "[2, 8, 64]");
+
+  Tensor qHuge(FFPA_DATA_TYPE_FLOAT16, {1, 1, 4, 2048});
+  Tensor kHuge(FFPA_DATA_TYPE_FLOAT16, {1, 1, 4, 2048});
+  Tensor vHuge(FFPA_DATA_TYPE_FLOAT16, {1, 1, 4, 64});
+  Tensor oHuge(FFPA_DATA_TYPE_FLOAT16, {1, 1, 4, 64});
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, qHuge, kHuge, vHuge, oHuge, nullptr, &bytes),
+                   FFPA_STATUS_NOT_SUPPORTED_SHAPE, "FFPA_MAX_HEAD_DIM");
+
+  Tensor unset;
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, q, unset, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_NOT_FINALIZED, "kDesc was never set");
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, attn, nullptr, k, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "qDesc is NULL");
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(h, nullptr, q, k, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "attn is NULL");
+  CHECK_FAILS_WITH(ffpaGetAttentionForwardWorkspaceSize(nullptr, attn, q, k, v, o, nullptr, &bytes),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "handle is NULL");
+}
+
+TEST_CASE("backward gradients must match their tensors") {
+  Handle h;
+  Attention attn;
+  size_t bytes = 0;
+  Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 4, 2, 32, 48, 320, 256);
+  Tensor dkWrong(FFPA_DATA_TYPE_BFLOAT16, {1, 4, 48, 320});
+  CHECK_FAILS_WITH(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, dkWrong,
+                                                         p.dv, &bytes),
+                   FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "dkDesc", "the shape of kDesc");
+  Tensor dvHalf(FFPA_DATA_TYPE_FLOAT16, {1, 2, 48, 256});
+  CHECK_FAILS_WITH(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk,
+                                                         dvHalf, &bytes),
+                   FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "dvDesc");
+  CHECK_FAILS_WITH(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, p.dO, nullptr, p.dq, p.dk,
+                                                         p.dv, &bytes),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "lseDesc");
+  // Gradients may have their own strides (here BNHD for dQ).
+  Tensor dqBnhd(FFPA_DATA_TYPE_BFLOAT16, {1, 4, 32, 320}, {32 * 4 * 320, 320, 4 * 320, 1});
+  REQUIRE_OK(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, dqBnhd, p.dk, p.dv,
+                                                   &bytes));
+}
+
+TEST_CASE("execute checks pointers, overlaps and the workspace before it needs a device") {
+  Handle h;
+  Attention attn;
+  Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 64, 64, 128, 128);
+  size_t need = 0;
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &need));
+  void* q = address(1);
+  void* k = address(2);
+  void* v = address(3);
+  void* o = address(4);
+  auto* lse = static_cast<float*>(address(5));
+  void* ws = address(6);
+
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, nullptr, p.k, k, p.v, v, p.o, o, p.lse, lse, ws, need),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "q is NULL");
+  void* misaligned = static_cast<char*>(k) + 2;
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, misaligned, p.v, v, p.o, o, p.lse, lse, ws, need),
+                   FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "k (", "16 bytes");
+  void* insideQ = static_cast<char*>(q) + 1024;
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, insideQ, p.lse, lse, ws, need),
+                   FFPA_STATUS_BAD_PARAM, "output o overlaps q");
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.lse, static_cast<float*>(o), ws,
+                                        need),
+                   FFPA_STATUS_BAD_PARAM, "overlaps");
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, nullptr, lse, ws, need),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "lseDesc is NULL but lse is not");
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.lse, nullptr, ws, need),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "lse is NULL but lseDesc is not");
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.lse, lse, ws, need - 1),
+                   FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT, "needs", "ffpaGetAttentionForwardWorkspaceSize");
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.lse, lse, nullptr, need),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "workspace is NULL");
+  void* wsOff = static_cast<char*>(ws) + 128;
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.lse, lse, wsOff, need),
+                   FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "workspace", "256 bytes");
+  // Everything valid: only the missing device remains.
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.lse, lse, ws, need),
+                   FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE, "described device", "cannot execute");
+  CHECK_FAILS_WITH(ffpaAttentionForward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, nullptr, nullptr, ws, need),
+                   FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);
+
+  size_t needBack = 0;
+  REQUIRE_OK(p.backwardWorkspace(h, attn, &needBack));
+  void* dO = address(7);
+  void* dq = address(8);
+  void* dk = address(9);
+  void* dv = address(10);
+  CHECK_FAILS_WITH(ffpaAttentionBackward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.dO, dO, p.lse, lse, p.dq, dq,
+                                         p.dk, dk, p.dv, dk, ws, needBack),
+                   FFPA_STATUS_BAD_PARAM, "output dk overlaps dv");
+  CHECK_FAILS_WITH(ffpaAttentionBackward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.dO, nullptr, p.lse, lse, p.dq,
+                                         dq, p.dk, dk, p.dv, dv, ws, needBack),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "dO is NULL");
+  CHECK_FAILS_WITH(ffpaAttentionBackward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.dO, dO, p.lse, lse, p.dq, dq,
+                                         p.dk, dk, p.dv, dv, ws, needBack / 2),
+                   FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT, "ffpaGetAttentionBackwardWorkspaceSize");
+  CHECK_FAILS_WITH(ffpaAttentionBackward(h, attn, p.q, q, p.k, k, p.v, v, p.o, o, p.dO, dO, p.lse, lse, p.dq, dq,
+                                         p.dk, dk, p.dv, dv, ws, needBack),
+                   FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);
+}
+
+TEST_CASE("the sanity check adds its scratch to the workspace; the chunk budget shrinks it") {
+  Handle h;
+  Attention attn;
+  Problem p(FFPA_DATA_TYPE_BFLOAT16, 2, 16, 4, 1024, 1024, 512, 512);
+  size_t plain = 0, checked = 0, small = 0;
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &plain));
+  h.set<int32_t>(FFPA_POLICY_SANITY_CHECK, 1);
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &checked));
+  CHECK(checked == plain + 256);
+  h.set<int32_t>(FFPA_POLICY_SANITY_CHECK, 0);
+  h.set<int64_t>(FFPA_POLICY_REFERENCE_CHUNK_BYTES, int64_t{16} << 20);
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &small));
+  CHECK(small < plain);
+  CHECK(small <= (size_t{16} << 20) + (size_t{8} << 20) + 8 * 256);  // budget + cuBLASLt scratch + alignment
+}

@@ -47,9 +47,7 @@
 #include <stdint.h>
 
 /** @cond FFPA_INTERNAL */
-#if defined(_WIN32)
-#define FFPA_API __declspec(dllimport)
-#elif defined(__GNUC__)
+#if defined(__GNUC__)
 #define FFPA_API __attribute__((visibility("default")))
 #else
 #define FFPA_API
@@ -254,9 +252,10 @@ typedef enum ffpaDataType {
 /** Severity of log messages, also the value type of #FFPA_POLICY_LOG_LEVEL. */
 typedef enum ffpaLogLevel {
   FFPA_LOG_LEVEL_OFF = 0,     /**< Nothing is logged. */
-  FFPA_LOG_LEVEL_ERROR = 1,   /**< Failing calls. */
+  FFPA_LOG_LEVEL_ERROR = 1,   /**< GPU work that failed, internal errors. */
   FFPA_LOG_LEVEL_WARNING = 2, /**< Suspicious but valid use (the default level). */
-  FFPA_LOG_LEVEL_INFO = 3,    /**< Plans chosen, tuned configs loaded. */
+  FFPA_LOG_LEVEL_INFO = 3,    /**< Plans chosen; calls refused for their arguments or an
+                                   unsupported request (with the status and message). */
   FFPA_LOG_LEVEL_DEBUG = 4,   /**< Why each kernel was or was not chosen; each distinct message
                                    once per process. */
   /** @cond FFPA_INTERNAL */
@@ -328,7 +327,10 @@ typedef struct ffpaDeviceDesc {
  * @return #FFPA_STATUS_SUCCESS;
  *         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE without a usable GPU or driver;
  *         #FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH for a device below compute capability 8.0;
- *         #FFPA_STATUS_BAD_PARAM_ENVIRONMENT; #FFPA_STATUS_BAD_PARAM_NULL_POINTER.
+ *         #FFPA_STATUS_BAD_PARAM_ENVIRONMENT; #FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS when
+ *         `ENABLE_FFPA_FORCE_QK_F16` and `ENABLE_FFPA_FORCE_PV_F16` are both 1;
+ *         #FFPA_STATUS_NOT_INITIALIZED_LIBRARY when cuBLASLt cannot start;
+ *         #FFPA_STATUS_BAD_PARAM_NULL_POINTER.
  */
 FFPA_API ffpaStatus_t ffpaCreate(ffpaHandle_t* handle);
 
@@ -347,7 +349,8 @@ FFPA_API ffpaStatus_t ffpaCreate(ffpaHandle_t* handle);
  * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
  *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a field out of range;
  *         #FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT for a @c structSize too small;
- *         #FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH; #FFPA_STATUS_BAD_PARAM_ENVIRONMENT.
+ *         #FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH; #FFPA_STATUS_BAD_PARAM_ENVIRONMENT;
+ *         #FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS.
  */
 FFPA_API ffpaStatus_t ffpaCreateForDevice(ffpaHandle_t* handle, const ffpaDeviceDesc_t* device);
 
@@ -776,8 +779,9 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
  *    1 to #FFPA_MAX_HEAD_DIM; `Dv` may differ from `Dqk` (e.g. 576/512).
  *  - A gradient has the shape and type of its tensor (dQ of Q, ...); its strides may differ.
  *  - Tensor pointers are aligned to 16 bytes, the workspace to 256 bytes; outputs must not
- *    overlap inputs or each other.
+ *    overlap inputs or each other (#FFPA_STATUS_BAD_PARAM names the pair).
  *  - The workspace may be NULL when its size is 0.
+ *  - A call that returns an error has enqueued nothing and written nothing.
  *
  *  @{ */
 
@@ -857,8 +861,9 @@ FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
 /**
  * Attention backward: dQ, dK and dV from Q, K, V, the forward's O and log-sum-exp, and dO.
  * With grouped-query attention, dK and dV of a K/V head sum the contributions of all query heads
- * of its group. Gradients are accumulated in fp32 and written once. Enqueues the work on the
- * handle's stream; never allocates device memory or synchronizes.
+ * of its group. Gradients are accumulated in fp32 and written once. Rows of dQ for queries that
+ * see no key, and rows of dK and dV for keys no query sees, are exactly 0. Enqueues the work on
+ * the handle's stream; never allocates device memory or synchronizes.
  *
  * @param handle         The handle.
  * @param attn           The attention descriptor used for the forward.

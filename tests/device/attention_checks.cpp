@@ -1,0 +1,250 @@
+#include "attention_checks.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include "common/random.h"
+
+namespace device_tests {
+
+using ffpa_tools::AttentionProblem;
+using ffpa_tools::CausalMask;
+using ffpa_tools::DeviceProblem;
+using ffpa_tools::DType;
+using ffpa_tools::HostTensor;
+using ffpa_tools::LayoutKind;
+using ffpa_tools::Pass;
+
+std::string TestCase::to_string() const {
+  std::ostringstream text;
+  text << config.to_string() << (with_lse ? " with LSE" : " without LSE") << ", inputs from Random("
+       << start << ")";
+  return text.str();
+}
+
+std::vector<TestCase> feature_matrix(Pass pass) {
+  const DType dtypes[] = {DType::float16, DType::bfloat16, DType::float32};
+  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
+  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded};
+  const int64_t base_lengths[] = {1, 7, 100, 257};
+  const int64_t small_dims[] = {1, 16, 5, 33, 24, 8};
+  std::vector<TestCase> cases;
+  for (int i = 0; i < 27; ++i) {
+    // Every (dtype, mask, relation) triple once; the other features rotate across them.
+    const int dtype_at = i % 3;
+    const int mask_at = (i / 3) % 3;
+    const int relation = i / 9;  // 0: Nq == Nkv, 1: Nq < Nkv, 2: Nq > Nkv
+    ffpa_tools::Random random(1000 + static_cast<uint64_t>(i));
+    AttentionProblem p;
+    p.causal = masks[mask_at];
+
+    switch ((dtype_at + mask_at + relation) % 3) {
+      case 0:
+        p.heads_kv = random.range(1, 3);
+        p.heads_q = p.heads_kv;
+        break;  // MHA
+      case 1:
+        p.heads_kv = 2;
+        p.heads_q = 2 * random.range(2, 3);
+        break;  // GQA
+      default:
+        p.heads_kv = 1;
+        p.heads_q = random.range(2, 4);
+        break;  // MQA
+    }
+    p.batch = p.heads_q > 3 ? 1 : random.range(1, 2);
+
+    int64_t max_length = 257;  // large head dims get short sequences to keep the CPU side quick
+    switch (i % 5) {
+      case 0: p.dim_qk = p.dim_v = small_dims[i / 5]; break;
+      case 1:
+        p.dim_qk = 40;
+        p.dim_v = 24;
+        break;
+      case 2: p.dim_qk = p.dim_v = random.range(25, 256); break;
+      case 3:
+        p.dim_qk = 576;
+        p.dim_v = 512;
+        max_length = 64;
+        break;
+      default:
+        p.dim_qk = p.dim_v = (i / 5) % 2 == 0 ? 1024 : random.range(700, 1023);
+        max_length = 64;
+        break;
+    }
+
+    int64_t base = base_lengths[i % 4];
+    if (base > max_length) base = random.range(2, max_length);
+    p.seq_q = p.seq_kv = base;
+    if (relation == 1) p.seq_kv = base + random.range(1, 64);
+    if (relation == 2) p.seq_q = base + random.range(1, 64);
+    if (pass == Pass::backward) {
+      // A query that sees a single key has a zero gradient for Q and K; keep one that sees two.
+      p.seq_kv = std::max<int64_t>(p.seq_kv, 2);
+      if (p.causal == CausalMask::top_left) p.seq_q = std::max<int64_t>(p.seq_q, 2);
+    }
+
+    const bool explicit_scale = (i + mask_at) % 2 == 1;
+    const double scale =
+        explicit_scale ? ffpa_tools::default_scale(p.dim_qk) * random.uniform(0.5, 2.0) : 0.0;
+    TestCase test;
+    const LayoutKind layout = layouts[(dtype_at + 2 * mask_at + relation) % 3];
+    test.config = ffpa_tools::make_config(p, dtypes[dtype_at], layout, scale);
+    test.with_lse = pass == Pass::backward || (i + relation) % 4 != 3;
+    test.start = 2000 + static_cast<uint64_t>(i) + (pass == Pass::backward ? 100 : 0);
+    cases.push_back(test);
+  }
+  return cases;
+}
+
+CpuForward cpu_forward(const DeviceProblem& problem) {
+  CpuForward out;
+  ffpa_tools::attention_forward(problem.config().problem, problem.q.host.to_dense(),
+                                problem.k.host.to_dense(), problem.v.host.to_dense(), &out.o,
+                                &out.lse);
+  return out;
+}
+
+CpuBackward cpu_backward(const DeviceProblem& problem, const std::vector<double>* o) {
+  CpuBackward out;
+  ffpa_tools::attention_backward(problem.config().problem, problem.q.host.to_dense(),
+                                 problem.k.host.to_dense(), problem.v.host.to_dense(),
+                                 problem.d_o.host.to_dense(), o, &out.dq, &out.dk, &out.dv);
+  return out;
+}
+
+void check_close(const std::string& context, const std::string& name, const HostTensor& actual,
+                 const std::vector<double>& expected, Pass pass, double rounding_baseline) {
+  const ffpa_tools::ErrorStats error = ffpa_tools::compare(actual.to_dense(), expected);
+  const double allowed =
+      ffpa_tools::allowed_relative_error(actual.dtype(), pass, rounding_baseline);
+  CHECK_MESSAGE(error.rel_l2 <= allowed, context
+                                             << ": " << name << " vs float64: " << error.to_string()
+                                             << "; allowed rel L2 " << allowed
+                                             << " (rounding alone: " << rounding_baseline << ")");
+}
+
+namespace {
+
+// Elements that are not exactly 0 in the rows (third index) for which `selected(row)` holds, over
+// every batch and head of a [B, H, N, D] tensor. NaN counts.
+int64_t nonzero_in_rows(const HostTensor& tensor, const std::function<bool(int64_t)>& selected) {
+  const int64_t* d = tensor.layout().dims;
+  int64_t count = 0;
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t n = 0; n < d[2]; ++n)
+        if (selected(n))
+          for (int64_t x = 0; x < d[3]; ++x) count += tensor.get(b, h, n, x) != 0.0;
+  return count;
+}
+
+void check_gaps(const std::string& context, const std::string& name, const HostTensor& tensor) {
+  CHECK_MESSAGE(tensor.gaps_untouched(),
+                context << ": " << name << " was written outside its elements (layout gaps)");
+}
+
+}  // namespace
+
+void check_forward_outputs(const std::string& context, const DeviceProblem& problem,
+                           bool with_lse) {
+  const AttentionProblem& p = problem.config().problem;
+  const CpuForward expected = cpu_forward(problem);
+  const auto masked_query = [&](int64_t row) { return p.visible_keys(row) == 0; };
+  check_close(context, "O", problem.o.host, expected.o, Pass::forward,
+              ffpa_tools::rounding_error(expected.o, problem.o.host.dtype()).rel_l2);
+  CHECK_MESSAGE(nonzero_in_rows(problem.o.host, masked_query) == 0,
+                context << ": O of a query that sees no key must be exactly 0");
+  check_gaps(context, "O", problem.o.host);
+  if (!with_lse) return;
+
+  // LSE is fp32 from fp32 scores: compared in absolute terms. Equal -inf count as exact.
+  const ffpa_tools::ErrorStats error =
+      ffpa_tools::compare(problem.lse.host.to_dense(), expected.lse);
+  CHECK_MESSAGE(error.max_abs <= 1e-4, context << ": LSE vs float64: " << error.to_string());
+  int64_t masked_not_minus_infinity = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads_q; ++h)
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (masked_query(i)) {
+          const double value = problem.lse.host.get(b, h, i);
+          masked_not_minus_infinity += !(std::isinf(value) && value < 0);
+        }
+  CHECK_MESSAGE(masked_not_minus_infinity == 0,
+                context << ": LSE of a query that sees no key must be -inf");
+  check_gaps(context, "LSE", problem.lse.host);
+}
+
+void check_backward_outputs(const std::string& context, const DeviceProblem& problem) {
+  const AttentionProblem& p = problem.config().problem;
+  const DType dtype = problem.config().dtype;
+  // What the backward is given as O: the exact O rounded to the output type.
+  std::vector<double> given_o = cpu_forward(problem).o;
+  for (double& value : given_o) value = ffpa_tools::round_to(dtype, value);
+  const CpuBackward exact = cpu_backward(problem, nullptr);
+  const CpuBackward from_given_o = cpu_backward(problem, &given_o);
+  const struct {
+    const char* name;
+    const HostTensor& actual;
+    const std::vector<double>& exact;
+    const std::vector<double>& from_given_o;
+  } gradients[] = {
+      {"dQ", problem.dq.host, exact.dq, from_given_o.dq},
+      {"dK", problem.dk.host, exact.dk, from_given_o.dk},
+      {"dV", problem.dv.host, exact.dv, from_given_o.dv},
+  };
+  for (const auto& gradient : gradients) {
+    const double baseline = ffpa_tools::rounding_error(gradient.exact, dtype).rel_l2 +
+                            ffpa_tools::compare(gradient.from_given_o, gradient.exact).rel_l2;
+    check_close(context, gradient.name, gradient.actual, gradient.exact, Pass::backward, baseline);
+    check_gaps(context, gradient.name, gradient.actual);
+  }
+
+  // Visibility grows with the row, so the last query sees every key any query sees.
+  const int64_t seen_keys = p.visible_keys(p.seq_q - 1);
+  const auto masked_query = [&](int64_t row) { return p.visible_keys(row) == 0; };
+  const auto unseen_key = [&](int64_t key) { return key >= seen_keys; };
+  CHECK_MESSAGE(nonzero_in_rows(problem.dq.host, masked_query) == 0,
+                context << ": dQ of a query that sees no key must be exactly 0");
+  CHECK_MESSAGE(nonzero_in_rows(problem.dk.host, unseen_key) == 0,
+                context << ": dK of a key no query sees must be exactly 0");
+  CHECK_MESSAGE(nonzero_in_rows(problem.dv.host, unseen_key) == 0,
+                context << ": dV of a key no query sees must be exactly 0");
+}
+
+void run_and_check(const ffpa_tools::Handle& handle, ffpa_tools::Workspace& workspace,
+                   const TestCase& test, Checked checked) {
+  const std::string context = test.to_string();
+  INFO(context);
+  DeviceProblem problem(test.config);
+  problem.fill_inputs(test.start);
+  // The backward needs the LSE of the forward.
+  const bool with_lse = test.with_lse || checked != Checked::forward;
+  problem.forward(handle, workspace, with_lse);
+  if (checked != Checked::backward) check_forward_outputs(context, problem, with_lse);
+  if (checked == Checked::forward) return;
+  problem.backward(handle, workspace);
+  check_backward_outputs(context, problem);
+}
+
+bool all_poison(const HostTensor& tensor) {
+  const auto* bytes = static_cast<const unsigned char*>(tensor.data());
+  return std::all_of(bytes, bytes + tensor.size_bytes(), [](unsigned char b) { return b == 0xff; });
+}
+
+void check_nearly_identical(const std::string& context, const std::string& name,
+                            const HostTensor& actual, const HostTensor& expected) {
+  const ffpa_tools::ErrorStats error = ffpa_tools::compare(actual, expected);
+  // A different order of fp32 sums may move a 16-bit result by one unit in the last place in a
+  // few elements; that stays far below a quarter of the unit roundoff in relative L2.
+  const double allowed = std::max(0.25 * ffpa_tools::unit_roundoff(actual.dtype()), 1e-5);
+  CHECK_MESSAGE(error.rel_l2 <= allowed, context << ": " << name
+                                                 << " differs: " << error.to_string()
+                                                 << "; allowed rel L2 " << allowed);
+}
+
+}  // namespace device_tests

@@ -1,0 +1,71 @@
+// The problems the device tests run and the checks applied to every result: closeness to float64
+// attention with a tolerance derived from the output type, NaN failing always, exact zeros and
+// -inf for fully masked rows, and gaps of padded layouts left untouched.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/device_attention.h"
+#include "common/error_metrics.h"
+
+namespace device_tests {
+
+struct TestCase {
+  ffpa_tools::ProblemConfig config;
+  bool with_lse = true;
+  uint64_t start = 0;  // where the random inputs start; printed so a failure can be replayed
+
+  std::string to_string() const;
+};
+
+// 27 random shapes that together cover every feature: each dtype with each mask and each relation
+// of Nq to Nkv (equal, fewer queries, more queries); MHA, GQA and MQA; head dims from 1 to 1024,
+// with Dqk != Dv; BHND, BNHD and padded layouts; LSE wanted or not; default and explicit scale;
+// lengths 1, 7, 100, 257. For the backward pass every case keeps some query seeing two keys, so
+// that no gradient is identically zero.
+std::vector<TestCase> feature_matrix(ffpa_tools::Pass pass);
+
+// float64 attention on the inputs held in `problem`'s host tensors. `o`, when not null, is the O
+// the backward computes delta = dO . O from (see ffpa_tools::attention_row_backward).
+struct CpuForward {
+  std::vector<double> o, lse;
+};
+struct CpuBackward {
+  std::vector<double> dq, dk, dv;
+};
+CpuForward cpu_forward(const ffpa_tools::DeviceProblem& problem);
+CpuBackward cpu_backward(const ffpa_tools::DeviceProblem& problem, const std::vector<double>* o);
+
+// CHECKs that `actual` is within allowed_relative_error(`rounding_baseline`) of `expected`.
+void check_close(const std::string& context, const std::string& name,
+                 const ffpa_tools::HostTensor& actual, const std::vector<double>& expected,
+                 ffpa_tools::Pass pass, double rounding_baseline);
+
+// CHECKs the downloaded O (and LSE when `with_lse`) of `problem` against float64 attention:
+// tolerance; fully masked rows with O exactly 0 and LSE -inf; gaps untouched.
+void check_forward_outputs(const std::string& context, const ffpa_tools::DeviceProblem& problem,
+                           bool with_lse);
+// CHECKs the downloaded dQ, dK, dV against float64 attention: tolerance (which counts the effect
+// of the rounded O the backward is given); exact zeros for queries that see no key and for keys
+// no query sees; gaps untouched.
+void check_backward_outputs(const std::string& context, const ffpa_tools::DeviceProblem& problem);
+
+// True when every byte of `tensor` is still 0xFF, as DeviceTensor::poison() left it.
+bool all_poison(const ffpa_tools::HostTensor& tensor);
+
+// Which passes run_and_check() runs and checks.
+enum class Checked { forward, backward, both };
+
+// Runs `test` on `handle` with fresh random inputs and poisoned outputs: the forward, then the
+// backward unless only the forward is `checked`; CHECKs the results of the passes `checked` says.
+void run_and_check(const ffpa_tools::Handle& handle, ffpa_tools::Workspace& workspace,
+                   const TestCase& test, Checked checked);
+
+// CHECKs that two results are the same to within rounding noise (a few last-bit differences).
+void check_nearly_identical(const std::string& context, const std::string& name,
+                            const ffpa_tools::HostTensor& actual,
+                            const ffpa_tools::HostTensor& expected);
+
+}  // namespace device_tests

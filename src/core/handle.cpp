@@ -5,6 +5,8 @@
 
 #include <cublasLt.h>
 
+#include <optional>
+
 namespace ffpa {
 
 Context::Context(DeviceInfo device, Policy policy, const KernelRegistry& registry,
@@ -50,6 +52,10 @@ void Context::setPolicy(ffpaPolicyKnob_t knob, const void* value, size_t size) {
 std::shared_ptr<const Plan> Context::plan(const AttentionProblem& problem, const Policy& policy) {
   const PlanKey key = PlanKey::make(problem, policy, device_);
   return cache_.getOrCreate(key, [&] {
+    // Plans prepare library descriptors (cuBLASLt's algorithm choice) for the handle's device,
+    // whichever device is current on the calling thread.
+    std::optional<ScopedDevice> onDevice;
+    if (hasRuntime_) onDevice.emplace(device_.ordinal);
     return std::make_shared<const Plan>(planner_.plan({problem, policy, device_, runtime()}));
   });
 }

@@ -202,7 +202,7 @@ FFPA_API const char* ffpaGetErrorString(ffpaStatus_t status);
  * The detailed message of the last failing libffpa call on the calling thread.
  *
  * The message names the function, the argument and the allowed values, for example
- * `ffpaSetPolicy: FFPA_POLICY_STAGES: 7 is out of range; allowed: 0 (auto) to 4`. A successful
+ * `ffpaSetPolicy: FFPA_POLICY_STAGES: 7 is out of range; allowed: an integer from 0 to 4 (0 = auto)`. A successful
  * call leaves the message unchanged (like `errno`); a thread that never failed gets "".
  *
  * @param buffer Where to copy the message, NUL-terminated and truncated to fit; may be NULL
@@ -451,9 +451,13 @@ typedef enum ffpaAutotuneMode {
  */
 typedef enum ffpaPolicyKnob {
   /* --- Kernel selection (values 0-99) --- */
-  /** #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32. Environment: `ENABLE_FFPA_FORCE_QK_F16`
-   *  and `ENABLE_FFPA_FORCE_PV_F16` (mutually exclusive: both set to 1 fails), or
-   *  `FFPA_ACCUMULATOR` (`f32`, `qk_f16`, `pv_f16`, `f16`). */
+  /** #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32. Any other value needs fp16 tensors and a
+   *  fast kernel that offers it: a problem only the reference path serves fails with
+   *  #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, unless #FFPA_POLICY_REFERENCE_BACKEND is set
+   *  (the reference always accumulates in fp32). Environment: `ENABLE_FFPA_FORCE_QK_F16` and
+   *  `ENABLE_FFPA_FORCE_PV_F16` (mutually exclusive: both set to 1 fails), or `FFPA_ACCUMULATOR`
+   *  (`f32`, `qk_f16`, `pv_f16`, `f16`). The other kernel knobs change speed, not results; the
+   *  reference path ignores them. */
   FFPA_POLICY_ACCUMULATOR = 0,
   /** Bool, default 1: prefetch the next Q/K/V chunks during the current product (5-10% faster).
    *  Environment: `ENABLE_FFPA_PREFETCH_QKV`. */
@@ -524,7 +528,9 @@ typedef enum ffpaPolicyKnob {
   FFPA_POLICY_REFERENCE_BACKEND = 202,
   /** Int64, default 536870912 (512 MiB), from 4096 to 2^50: the largest scratch the reference
    *  path uses for one chunk of heads and rows; smaller values give a smaller workspace and more,
-   *  smaller GEMMs. Environment: `FFPA_REFERENCE_CHUNK_BYTES`. */
+   *  smaller GEMMs. The workspace adds 8 MiB for cuBLASLt; a chunk is never smaller than one query
+   *  row of one K/V head (with its K and V), which can exceed a small budget. Environment:
+   *  `FFPA_REFERENCE_CHUNK_BYTES`. */
   FFPA_POLICY_REFERENCE_CHUNK_BYTES = 203,
 
   /* --- Library (values 300-399) --- */
@@ -781,7 +787,8 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
  *  - Tensor pointers are aligned to 16 bytes, the workspace to 256 bytes; outputs must not
  *    overlap inputs or each other (#FFPA_STATUS_BAD_PARAM names the pair).
  *  - The workspace may be NULL when its size is 0.
- *  - A call that returns an error has enqueued nothing and written nothing.
+ *  - A call that fails has enqueued nothing and written nothing, except with an
+ *    #FFPA_STATUS_EXECUTION_FAILED code: a launch that fails may follow others already enqueued.
  *
  *  @{ */
 
@@ -798,7 +805,8 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
  * @param[out] bytes   Receives the size in bytes (may be 0).
  * @return #FFPA_STATUS_SUCCESS; a #FFPA_STATUS_BAD_PARAM code naming the faulty descriptor;
  *         a #FFPA_STATUS_NOT_SUPPORTED code when no kernel serves the problem with the handle's
- *         policies.
+ *         policies; on a handle with a device, #FFPA_STATUS_EXECUTION_FAILED_CUBLAS or
+ *         #FFPA_STATUS_EXECUTION_FAILED_CUDA when preparing a library call fails.
  */
 FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
     ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,

@@ -17,34 +17,53 @@ namespace {
 
 constexpr uintptr_t kTensorAlignment = 16;
 
-// One device tensor argument of an execute call.
+// One device buffer of an execute call: a tensor, or the workspace (no layout).
 struct Operand {
   const char* name;
   const void* data;
   const TensorLayout* layout;
+  int64_t spanBytes;
   bool isOutput;
 };
+
+Operand tensorOperand(const char* name, const void* data, const TensorLayout* layout, bool isOutput) {
+  return {name, data, layout, layout->spanBytes(), isOutput};
+}
 
 bool overlaps(const Operand& a, const Operand& b) {
   const auto a0 = reinterpret_cast<uintptr_t>(a.data);
   const auto b0 = reinterpret_cast<uintptr_t>(b.data);
-  return a0 < b0 + static_cast<uintptr_t>(b.layout->spanBytes()) &&
-         b0 < a0 + static_cast<uintptr_t>(a.layout->spanBytes());
+  const bool rangesMeet = a0 < b0 + static_cast<uintptr_t>(b.spanBytes) &&
+                          b0 < a0 + static_cast<uintptr_t>(a.spanBytes);
+  if (!rangesMeet || a.layout == nullptr || b.layout == nullptr) return rangesMeet;
+  // Same layout, whole elements apart: decide exactly, so interleaved slices of one buffer pass.
+  const TensorLayout& la = *a.layout;
+  const TensorLayout& lb = *b.layout;
+  const auto bytes = static_cast<int64_t>(elementBytes(la.dtype));
+  const int64_t shift = static_cast<int64_t>(b0 - a0);
+  if (la.nbDims == lb.nbDims && la.dims == lb.dims && la.strides == lb.strides &&
+      elementBytes(lb.dtype) == elementBytes(la.dtype) && shift % bytes == 0) {
+    return copiesShareAnElement(la, shift / bytes);
+  }
+  return true;
 }
 
 // An initializer_list, not a vector: the execute path allocates nothing, not even on the host.
 void checkOperands(std::initializer_list<Operand> operands) {
   for (const Operand& op : operands) {
+    if (op.layout == nullptr) continue;  // the workspace: checked by checkWorkspace
     requireNotNull(op.data, op.name);
     require(reinterpret_cast<uintptr_t>(op.data) % kTensorAlignment == 0,
             FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, op.name, " (", op.data,
             ") is not aligned to ", kTensorAlignment, " bytes");
   }
   for (const Operand& out : operands) {
-    if (!out.isOutput) continue;
+    if (!out.isOutput || out.data == nullptr || out.spanBytes == 0) continue;
     for (const Operand& other : operands) {
-      require(&out == &other || !overlaps(out, other), FFPA_STATUS_BAD_PARAM, "output ", out.name,
-              " overlaps ", other.name, "; outputs must not share memory with any other tensor of the call");
+      if (&out == &other || other.data == nullptr || other.spanBytes == 0) continue;
+      require(!overlaps(out, other), FFPA_STATUS_BAD_PARAM, out.layout ? "output " : "", out.name,
+              " overlaps ", other.name,
+              "; outputs and the workspace must not share memory with any other buffer of the call");
     }
   }
 }
@@ -59,6 +78,11 @@ void checkWorkspace(const Plan& plan, const void* workspace, size_t workspaceSiz
   require(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment == 0,
           FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "workspace (", workspace,
           ") is not aligned to ", kWorkspaceAlignment, " bytes");
+}
+
+// The part of the workspace the plan uses, as an operand that must overlap no tensor.
+Operand workspaceOperand(const Plan& plan, const void* workspace) {
+  return {"workspace", workspace, nullptr, static_cast<int64_t>(plan.workspaceBytes), true};
 }
 
 // LSE is optional in the forward: its descriptor and pointer come together or not at all.
@@ -150,14 +174,16 @@ FFPA_API ffpaStatus_t ffpaAttentionForward(
   return ffpa::guarded("ffpaAttentionForward", [&] {
     const ffpa::TensorLayout* lseLayout = ffpa::optionalLse(lseDesc, lse);
     const ffpa::PlannedCall call = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lseLayout);
-    const ffpa::Operand qOp{"q", q, &ffpa::tensorLayout(qDesc, "qDesc"), false};
-    const ffpa::Operand kOp{"k", k, &ffpa::tensorLayout(kDesc, "kDesc"), false};
-    const ffpa::Operand vOp{"v", v, &ffpa::tensorLayout(vDesc, "vDesc"), false};
-    const ffpa::Operand oOp{"o", o, &ffpa::tensorLayout(oDesc, "oDesc"), true};
+    using ffpa::tensorOperand;
+    const ffpa::Operand qOp = tensorOperand("q", q, &ffpa::tensorLayout(qDesc, "qDesc"), false);
+    const ffpa::Operand kOp = tensorOperand("k", k, &ffpa::tensorLayout(kDesc, "kDesc"), false);
+    const ffpa::Operand vOp = tensorOperand("v", v, &ffpa::tensorLayout(vDesc, "vDesc"), false);
+    const ffpa::Operand oOp = tensorOperand("o", o, &ffpa::tensorLayout(oDesc, "oDesc"), true);
+    const ffpa::Operand wsOp = ffpa::workspaceOperand(*call.plan, workspace);
     if (lseLayout != nullptr) {
-      ffpa::checkOperands({qOp, kOp, vOp, oOp, {"lse", lse, lseLayout, true}});
+      ffpa::checkOperands({qOp, kOp, vOp, oOp, tensorOperand("lse", lse, lseLayout, true), wsOp});
     } else {
-      ffpa::checkOperands({qOp, kOp, vOp, oOp});
+      ffpa::checkOperands({qOp, kOp, vOp, oOp, wsOp});
     }
     ffpa::checkWorkspace(*call.plan, workspace, workspaceSize, "ffpaGetAttentionForwardWorkspaceSize");
     ffpa::TensorArgs tensors;
@@ -194,9 +220,12 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
     const ffpa::BackwardLayouts t = ffpa::backwardLayouts(
         qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
     const ffpa::PlannedCall call = ffpa::planBackward(handle, attn, t);
-    ffpa::checkOperands({{"q", q, t.q, false},    {"k", k, t.k, false},     {"v", v, t.v, false},
-                         {"o", o, t.o, false},    {"dO", dO, t.dO, false},  {"lse", lse, t.lse, false},
-                         {"dq", dq, t.dq, true},  {"dk", dk, t.dk, true},   {"dv", dv, t.dv, true}});
+    using ffpa::tensorOperand;
+    ffpa::checkOperands({tensorOperand("q", q, t.q, false), tensorOperand("k", k, t.k, false),
+                         tensorOperand("v", v, t.v, false), tensorOperand("o", o, t.o, false),
+                         tensorOperand("dO", dO, t.dO, false), tensorOperand("lse", lse, t.lse, false),
+                         tensorOperand("dq", dq, t.dq, true), tensorOperand("dk", dk, t.dk, true),
+                         tensorOperand("dv", dv, t.dv, true), ffpa::workspaceOperand(*call.plan, workspace)});
     ffpa::checkWorkspace(*call.plan, workspace, workspaceSize, "ffpaGetAttentionBackwardWorkspaceSize");
     ffpa::TensorArgs tensors;
     tensors.q = q;

@@ -11,12 +11,9 @@ namespace ffpa {
 inline void checkCuda(cudaError_t status, const char* what,
                       ffpaStatus_t failure = FFPA_STATUS_EXECUTION_FAILED_CUDA) {
   if (status == cudaSuccess) return;
-  cudaGetLastError();  // clear the non-sticky error so the caller's next CUDA call is not blamed
+  cudaGetLastError();  // our call set the thread's last error too: clear it, the status carries it
   fail(failure, cat(what, " failed with ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"));
 }
-
-// Checks that the kernels just enqueued were launched (bad configuration, missing image, ...).
-inline void checkLaunch(const char* kernel) { checkCuda(cudaGetLastError(), kernel); }
 
 inline void checkCublas(cublasStatus_t status, const char* what,
                         ffpaStatus_t failure = FFPA_STATUS_EXECUTION_FAILED_CUBLAS) {

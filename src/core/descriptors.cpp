@@ -18,7 +18,42 @@ std::string listText(const int64_t* values, int32_t count) {
   return text + "]";
 }
 
+__int128 floorDiv(__int128 a, __int128 b) {
+  const __int128 q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// Is `delta` = sum of t[i] * stride[i] with |t[i]| < extent[i], for levels i.. of `levels`
+// (strides in decreasing order, each larger than the span `rest[i + 1]` of all smaller ones)?
+// The bound leaves at most two candidates for t[i] per level: at most 2^4 paths.
+bool reachable(const std::array<std::pair<int64_t, int64_t>, FFPA_MAX_TENSOR_DIMS>& levels,
+               const std::array<__int128, FFPA_MAX_TENSOR_DIMS + 1>& rest, int count, int i,
+               __int128 delta) {
+  if (i == count) return delta == 0;
+  const auto [stride, extent] = levels[i];
+  const __int128 lo = std::max<__int128>(-floorDiv(-(delta - rest[i + 1]), stride), -(extent - 1));
+  const __int128 hi = std::min<__int128>(floorDiv(delta + rest[i + 1], stride), extent - 1);
+  for (__int128 t = lo; t <= hi; ++t) {
+    if (reachable(levels, rest, count, i + 1, delta - t * stride)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool copiesShareAnElement(const TensorLayout& layout, int64_t shift) {
+  std::array<std::pair<int64_t, int64_t>, FFPA_MAX_TENSOR_DIMS> levels{};
+  int count = 0;
+  for (int32_t i = 0; i < layout.nbDims; ++i) {
+    if (layout.dims[i] > 1) levels[count++] = {layout.strides[i], layout.dims[i]};
+  }
+  for (int i = 1; i < count; ++i) {  // largest stride first; insertion sort of at most four
+    for (int k = i; k > 0 && levels[k - 1].first < levels[k].first; --k) std::swap(levels[k - 1], levels[k]);
+  }
+  std::array<__int128, FFPA_MAX_TENSOR_DIMS + 1> rest{};
+  for (int i = count - 1; i >= 0; --i) rest[i] = rest[i + 1] + __int128{levels[i].first} * (levels[i].second - 1);
+  return reachable(levels, rest, count, 0, shift);
+}
 
 size_t elementBytes(ffpaDataType_t dtype) { return dtype == FFPA_DATA_TYPE_FLOAT32 ? 4 : 2; }
 

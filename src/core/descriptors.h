@@ -23,6 +23,11 @@ struct TensorLayout {
 size_t elementBytes(ffpaDataType_t dtype);
 const char* dataTypeName(ffpaDataType_t dtype);
 
+// Whether two copies of `layout`, the second starting `shift` elements after the first, have an
+// element in common. Exact, not a range test: interleaved slices of one buffer (dQ, dK, dV in a
+// packed [B, N, 3, H, D] gradient) do not overlap although their ranges do.
+bool copiesShareAnElement(const TensorLayout& layout, int64_t shift);
+
 // Validates and builds a layout (ffpaSetTensorDescriptor semantics); throws ffpa::Error.
 TensorLayout makeTensorLayout(ffpaDataType_t dtype, int32_t nbDims, const int64_t* dims,
                               const int64_t* strides);

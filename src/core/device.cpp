@@ -109,7 +109,8 @@ ScopedDevice::ScopedDevice(int32_t ordinal) {
 }
 
 ScopedDevice::~ScopedDevice() {
-  if (previous_ >= 0) cudaSetDevice(previous_);
+  // A destructor cannot report; leave no error pending in the caller's CUDA state either.
+  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
 }
 
 }  // namespace ffpa

@@ -58,7 +58,8 @@ struct Plan {
   size_t kernelWorkspaceBytes = 0;
   size_t sanityScratchOffset = 0; // where the sanity check's counters live, when enabled
   size_t workspaceBytes = 0;      // everything the caller must provide
-  std::unique_ptr<const PlanPayload> payload;  // null when the handle has no device
+  // Launches the plan. For a described device it holds sizes only, no library descriptors.
+  std::unique_ptr<const PlanPayload> payload;
 };
 
 }  // namespace ffpa

@@ -23,9 +23,19 @@ Plan planWith(const KernelVariant& variant, const PlanRequest& request) {
   return plan;
 }
 
+// Policy combinations no kernel could ever serve, whatever is compiled.
+void checkPolicyFitsProblem(const PlanRequest& request) {
+  const ffpaAccumulator_t accumulator = request.policy.accumulator();
+  require(accumulator == FFPA_ACCUMULATOR_F32 || request.problem.dtype == FFPA_DATA_TYPE_FLOAT16,
+          FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, "FFPA_POLICY_ACCUMULATOR=",
+          knobValueName(FFPA_POLICY_ACCUMULATOR, accumulator), " needs fp16 tensors; ",
+          dataTypeName(request.problem.dtype), " always accumulates in fp32 (set FFPA_ACCUMULATOR_F32)");
+}
+
 }  // namespace
 
 Plan Planner::plan(const PlanRequest& request) const {
+  checkPolicyFitsProblem(request);
   const ffpaLogLevel_t level = request.policy.logLevel();
   const bool referenceOnly = request.policy.flag(FFPA_POLICY_REFERENCE_BACKEND);
   const std::string problem = describe(request.problem);

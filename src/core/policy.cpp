@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 namespace ffpa {
@@ -165,6 +166,16 @@ void Policy::setTunedConfigDir(std::string dir) {
           kMaxPolicyStringBytes - 1);
   tunedConfigDirId_ = internString(dir);
   tunedConfigDir_ = std::move(dir);
+}
+
+std::string knobValueName(ffpaPolicyKnob_t knob, int64_t value) {
+  const KnobSpec& spec = knobSpec(knob);
+  std::istringstream names(spec.valueNames);
+  int64_t index = spec.minValue;
+  for (std::string name; names >> name; ++index) {
+    if (index == value) return name;
+  }
+  return std::to_string(value);
 }
 
 std::string describeAllowedValues(const KnobSpec& spec) {

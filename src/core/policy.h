@@ -62,6 +62,9 @@ class Policy {
   int64_t tunedConfigDirId_ = 0;  // 0 is ""
 };
 
+// The name of an enum or bool knob's value ("qk_f16"), or its number as text.
+std::string knobValueName(ffpaPolicyKnob_t knob, int64_t value);
+
 // "0 or 1", "an integer from 0 to 4", "one of f32, qk_f16, pv_f16, f16 (or 0 to 3)", ...
 std::string describeAllowedValues(const KnobSpec& spec);
 

@@ -13,9 +13,11 @@ std::string dimsText(const TensorLayout& t) {
   return text + "]";
 }
 
+// The stride of a dimension of extent 1 never multiplies anything but 0: it is normalized to 0,
+// so that layouts differing only there share one plan.
 Strides stridesOf(const TensorLayout& t) {
   Strides s{};
-  for (int32_t i = 0; i < t.nbDims; ++i) s[i] = t.strides[i];
+  for (int32_t i = 0; i < t.nbDims; ++i) s[i] = t.dims[i] == 1 ? 0 : t.strides[i];
   return s;
 }
 
@@ -63,8 +65,9 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
   require(p.headsQ % p.headsKv == 0, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "qDesc has ", p.headsQ,
           " heads and kDesc ", p.headsKv, "; the query heads must be a multiple of the key/value heads");
   require(p.headDimQk <= FFPA_MAX_HEAD_DIM && p.headDimV <= FFPA_MAX_HEAD_DIM,
-          FFPA_STATUS_NOT_SUPPORTED_SHAPE, "head dimensions are ", p.headDimQk, " (Q, K) and ",
-          p.headDimV, " (V); allowed: 1 to FFPA_MAX_HEAD_DIM (", FFPA_MAX_HEAD_DIM, ")");
+          FFPA_STATUS_NOT_SUPPORTED_SHAPE, "the head dimensions are ", p.headDimQk,
+          " (D of qDesc and kDesc) and ", p.headDimV, " (D of vDesc); allowed: 1 to FFPA_MAX_HEAD_DIM (",
+          FFPA_MAX_HEAD_DIM, ")");
 
   p.causal = attn.causal;
   p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));

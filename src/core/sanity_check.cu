@@ -1,6 +1,6 @@
 #include "core/sanity_check.h"
 
-#include "core/cuda_check.h"
+#include "core/kernel_launch.h"
 #include "core/logging.h"
 #include "core/planner.h"
 
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <vector>
 
 namespace ffpa {
@@ -56,23 +57,16 @@ void enqueueCount(const Checked& t, unsigned long long* counter, cudaStream_t st
   const int blocks = static_cast<int>(std::min<int64_t>((total + kThreads - 1) / kThreads, 4096));
   const auto& d = t.dims;
   const auto& s = t.strides;
+  const auto launch = [&](auto* typed) {
+    launchKernel("countNonFinite", countNonFinite<std::remove_const_t<std::remove_pointer_t<decltype(typed)>>>,
+                 blocks, kThreads, stream, typed, d[0], d[1], d[2], d[3], s[0], s[1], s[2], s[3],
+                 t.allowNegInf, counter);
+  };
   switch (t.dtype) {
-    case FFPA_DATA_TYPE_FLOAT16:
-      countNonFinite<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(t.data), d[0], d[1],
-                                                      d[2], d[3], s[0], s[1], s[2], s[3],
-                                                      t.allowNegInf, counter);
-      break;
-    case FFPA_DATA_TYPE_BFLOAT16:
-      countNonFinite<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(t.data),
-                                                      d[0], d[1], d[2], d[3], s[0], s[1], s[2],
-                                                      s[3], t.allowNegInf, counter);
-      break;
-    default:
-      countNonFinite<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(t.data), d[0], d[1],
-                                                      d[2], d[3], s[0], s[1], s[2], s[3],
-                                                      t.allowNegInf, counter);
+    case FFPA_DATA_TYPE_FLOAT16: launch(static_cast<const __half*>(t.data)); break;
+    case FFPA_DATA_TYPE_BFLOAT16: launch(static_cast<const __nv_bfloat16*>(t.data)); break;
+    default: launch(static_cast<const float*>(t.data)); break;
   }
-  checkLaunch("sanity check kernel");
 }
 
 std::vector<Checked> tensorsOf(const AttentionProblem& p, const TensorArgs& a) {

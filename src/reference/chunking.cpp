@@ -4,14 +4,20 @@
 #include "core/workspace_layout.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ffpa::reference {
 namespace {
 
 constexpr int64_t kFloatBytes = 4;
+// cuBLASLt takes batch counts as int32, and the stacked rows of a unit (its m dimension) are kept
+// within int32 as well.
+constexpr int64_t kMaxGemmExtent = INT32_MAX;
+// Past this the scratch could not be addressed (and no device has it).
+constexpr __int128 kMaxScratchBytes = __int128{1} << 62;
 
 // fp32 elements a chunk needs: a part per unit (its K/V, and for the backward dK/dV) and a part
-// per stacked query row (its Q, O, scores, ...).
+// per stacked query row (its Q, O, scores, ...). Each term fits int64: extents are below 2^31.
 struct ScratchCost {
   int64_t perUnit;
   int64_t perStackedRow;
@@ -26,36 +32,43 @@ ScratchCost costOf(const AttentionProblem& p) {
   return {2 * kv, 2 * p.headDimQk + p.headDimV + 2 * p.seqKv + 1};
 }
 
-size_t floats(int64_t count) { return static_cast<size_t>(count) * kFloatBytes; }
+// Bytes of `count` floats, refusing a problem whose scratch could not exist.
+size_t floats(__int128 count) {
+  require(count * kFloatBytes < kMaxScratchBytes, FFPA_STATUS_NOT_SUPPORTED_SHAPE,
+          "the reference path's scratch for this problem exceeds 2^62 bytes");
+  return static_cast<size_t>(count * kFloatBytes);
+}
 
 }  // namespace
 
 ChunkPlan chooseChunks(const AttentionProblem& p, int64_t budgetBytes) {
   const ScratchCost cost = costOf(p);
-  const int64_t budget = budgetBytes / kFloatBytes;
+  const __int128 budget = budgetBytes / kFloatBytes;
   ChunkPlan chunks;
   chunks.units = p.batch * p.headsKv;
   chunks.group = p.groupSize();
-  const int64_t wholeUnit = cost.perUnit + chunks.group * p.seqQ * cost.perStackedRow;
+  const int64_t maxRows = std::min<int64_t>(p.seqQ, kMaxGemmExtent / chunks.group);
+  const __int128 wholeUnit = cost.perUnit + __int128{chunks.group} * maxRows * cost.perStackedRow;
   if (wholeUnit <= budget) {
-    chunks.rowsPerChunk = p.seqQ;
-    chunks.unitsPerChunk = std::min(chunks.units, budget / wholeUnit);
+    chunks.rowsPerChunk = maxRows;
+    const __int128 fitting = budget / wholeUnit;
+    chunks.unitsPerChunk = static_cast<int64_t>(std::min<__int128>(fitting, std::min(chunks.units, kMaxGemmExtent)));
   } else {
     // One unit at a time, as many rows as fit; at least one row even past the budget.
     chunks.unitsPerChunk = 1;
-    const int64_t rows = (budget - cost.perUnit) / (chunks.group * cost.perStackedRow);
-    chunks.rowsPerChunk = std::clamp<int64_t>(rows, 1, p.seqQ);
+    const __int128 rows = (budget - cost.perUnit) / (__int128{chunks.group} * cost.perStackedRow);
+    chunks.rowsPerChunk = static_cast<int64_t>(std::clamp<__int128>(rows, 1, maxRows));
   }
   return chunks;
 }
 
 ForwardBuffers forwardBuffers(const AttentionProblem& p, const ChunkPlan& c) {
-  const int64_t stacked = c.unitsPerChunk * c.group * c.rowsPerChunk;
+  const __int128 stacked = __int128{c.unitsPerChunk} * c.group * c.rowsPerChunk;
   WorkspaceLayout layout;
   ForwardBuffers b{};
   b.q = layout.add(floats(stacked * p.headDimQk));
-  b.k = layout.add(floats(c.unitsPerChunk * p.seqKv * p.headDimQk));
-  b.v = layout.add(floats(c.unitsPerChunk * p.seqKv * p.headDimV));
+  b.k = layout.add(floats(__int128{c.unitsPerChunk} * p.seqKv * p.headDimQk));
+  b.v = layout.add(floats(__int128{c.unitsPerChunk} * p.seqKv * p.headDimV));
   b.scores = layout.add(floats(stacked * p.seqKv));
   b.out = layout.add(floats(stacked * p.headDimV));
   b.lt = layout.add(kCublasLtWorkspaceBytes);
@@ -64,8 +77,8 @@ ForwardBuffers forwardBuffers(const AttentionProblem& p, const ChunkPlan& c) {
 }
 
 BackwardBuffers backwardBuffers(const AttentionProblem& p, const ChunkPlan& c) {
-  const int64_t stacked = c.unitsPerChunk * c.group * c.rowsPerChunk;
-  const int64_t kvRows = c.unitsPerChunk * p.seqKv;
+  const __int128 stacked = __int128{c.unitsPerChunk} * c.group * c.rowsPerChunk;
+  const __int128 kvRows = __int128{c.unitsPerChunk} * p.seqKv;
   WorkspaceLayout layout;
   BackwardBuffers b{};
   b.q = layout.add(floats(stacked * p.headDimQk));

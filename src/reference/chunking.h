@@ -24,8 +24,11 @@ struct ChunkPlan {
   int64_t unitsPerChunk = 0;  // >= 1
   int64_t rowsPerChunk = 0;   // query rows per query head, 1..Nq
 
+  // Number of chunks (saturated at INT64_MAX; only ever printed or compared).
   int64_t chunkCount(int64_t seqQ) const {
-    return ((units + unitsPerChunk - 1) / unitsPerChunk) * ((seqQ + rowsPerChunk - 1) / rowsPerChunk);
+    const __int128 count = __int128{(units + unitsPerChunk - 1) / unitsPerChunk} *
+                           ((seqQ + rowsPerChunk - 1) / rowsPerChunk);
+    return count > INT64_MAX ? INT64_MAX : static_cast<int64_t>(count);
   }
 };
 
@@ -45,6 +48,7 @@ struct BackwardBuffers {
 // cuBLASLt's scratch per GEMM; enough for its split-K algorithms at these sizes.
 constexpr size_t kCublasLtWorkspaceBytes = size_t{8} << 20;
 
+// Throws NOT_SUPPORTED_SHAPE when the scratch of even one row could not exist (past 2^62 bytes).
 ChunkPlan chooseChunks(const AttentionProblem& problem, int64_t budgetBytes);
 ForwardBuffers forwardBuffers(const AttentionProblem& problem, const ChunkPlan& chunks);
 BackwardBuffers backwardBuffers(const AttentionProblem& problem, const ChunkPlan& chunks);

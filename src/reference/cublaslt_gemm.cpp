@@ -63,9 +63,11 @@ StridedBatchedGemm::StridedBatchedGemm(cublasLtHandle_t lt, const RowMajorGemm& 
                                             &result, &found);
   }
   cublasLtMatmulPreferenceDestroy(preference);
+  // No algorithm for these extents is a limit of the problem's shape, not a failure.
+  require(status != CUBLAS_STATUS_NOT_SUPPORTED && (status != CUBLAS_STATUS_SUCCESS || found > 0),
+          FFPA_STATUS_NOT_SUPPORTED_SHAPE, "cuBLASLt offers no fp32 algorithm for a ", g.m, " x ",
+          g.n, " x ", g.k, " GEMM batch of ", g.batch, " (the reference path's products)");
   checkCublas(status, "cublasLtMatmulAlgoGetHeuristic");
-  require(found > 0, FFPA_STATUS_EXECUTION_FAILED_CUBLAS, "cuBLASLt offers no fp32 algorithm for a ",
-          g.m, " x ", g.n, " x ", g.k, " GEMM batch of ", g.batch);
   d->algo = result.algo;
   descriptors_ = std::move(d);
 }

@@ -5,10 +5,13 @@
 // operands swap places and m and n swap roles; no data moves.
 #pragma once
 
+#include "core/error.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <climits>
 #include <cstdint>
 #include <memory>
 
@@ -30,6 +33,10 @@ struct RowMajorGemm {
 // matrix after the other; only the transpositions and m, n, k vary.
 inline RowMajorGemm packedGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                int64_t batch) {
+  // The chunking keeps these within int32 (cuBLASLt's batch count type); past it is a bug.
+  require(batch >= 1 && batch <= INT32_MAX && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX,
+          FFPA_STATUS_INTERNAL_ERROR, "GEMM extents out of range: ", m, " x ", n, " x ", k,
+          ", batch ", batch);
   RowMajorGemm g;
   g.transA = transA;
   g.transB = transB;

@@ -1,6 +1,6 @@
 #include "reference/reference_kernels.h"
 
-#include "core/cuda_check.h"
+#include "core/kernel_launch.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -210,80 +210,72 @@ using ElementOf = std::remove_pointer_t<Tag>;
 
 void gatherQueryRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_t dim, float* dst,
                      cudaStream_t stream) {
-  const int64_t total = stackedRows(chunk) * dim;
+  const int blocks = elementwiseBlocks(stackedRows(chunk) * dim);
   withElementType(src.dtype, [&](auto tag) {
     using T = ElementOf<decltype(tag)>;
-    gatherQueryRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
-        static_cast<const T*>(src.data), plain(src.strides), chunk, dim, dst);
+    launchKernel("gatherQueryRowsKernel", gatherQueryRowsKernel<T>, blocks, kThreads, stream,
+                 static_cast<const T*>(src.data), plain(src.strides), chunk, dim, dst);
   });
-  checkLaunch("gatherQueryRowsKernel");
 }
 
 void scatterQueryRows(const float* src, const MutableDeviceTensor& dst, const ChunkGeometry& chunk,
                       int64_t dim, cudaStream_t stream) {
-  const int64_t total = stackedRows(chunk) * dim;
+  const int blocks = elementwiseBlocks(stackedRows(chunk) * dim);
   withElementType(dst.dtype, [&](auto tag) {
     using T = ElementOf<decltype(tag)>;
-    scatterQueryRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
-        src, static_cast<T*>(dst.data), plain(dst.strides), chunk, dim);
+    launchKernel("scatterQueryRowsKernel", scatterQueryRowsKernel<T>, blocks, kThreads, stream, src,
+                 static_cast<T*>(dst.data), plain(dst.strides), chunk, dim);
   });
-  checkLaunch("scatterQueryRowsKernel");
 }
 
 void gatherUnitRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_t seq, int64_t dim,
                     float* dst, cudaStream_t stream) {
-  const int64_t total = chunk.units * seq * dim;
+  const int blocks = elementwiseBlocks(chunk.units * seq * dim);
   withElementType(src.dtype, [&](auto tag) {
     using T = ElementOf<decltype(tag)>;
-    gatherUnitRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
-        static_cast<const T*>(src.data), plain(src.strides), chunk, seq, dim, dst);
+    launchKernel("gatherUnitRowsKernel", gatherUnitRowsKernel<T>, blocks, kThreads, stream,
+                 static_cast<const T*>(src.data), plain(src.strides), chunk, seq, dim, dst);
   });
-  checkLaunch("gatherUnitRowsKernel");
 }
 
 void scatterUnitRows(const float* src, const MutableDeviceTensor& dst, const ChunkGeometry& chunk,
                      int64_t seq, int64_t dim, cudaStream_t stream) {
-  const int64_t total = chunk.units * seq * dim;
+  const int blocks = elementwiseBlocks(chunk.units * seq * dim);
   withElementType(dst.dtype, [&](auto tag) {
     using T = ElementOf<decltype(tag)>;
-    scatterUnitRowsKernel<T><<<elementwiseBlocks(total), kThreads, 0, stream>>>(
-        src, static_cast<T*>(dst.data), plain(dst.strides), chunk, seq, dim);
+    launchKernel("scatterUnitRowsKernel", scatterUnitRowsKernel<T>, blocks, kThreads, stream, src,
+                 static_cast<T*>(dst.data), plain(dst.strides), chunk, seq, dim);
   });
-  checkLaunch("scatterUnitRowsKernel");
 }
 
 void softmaxRows(float* scores, const ChunkGeometry& chunk, int64_t seqKv, CausalMask mask,
                  float* lse, const Strides& lseStrides, cudaStream_t stream) {
-  softmaxRowsKernel<<<rowBlocks(stackedRows(chunk)), kThreads, 0, stream>>>(
-      scores, chunk, seqKv, mask, lse, plain(lseStrides));
-  checkLaunch("softmaxRowsKernel");
+  launchKernel("softmaxRowsKernel", softmaxRowsKernel, rowBlocks(stackedRows(chunk)), kThreads,
+               stream, scores, chunk, seqKv, mask, lse, plain(lseStrides));
 }
 
 void probabilitiesFromLse(float* scores, const ChunkGeometry& chunk, int64_t seqKv,
                           CausalMask mask, const float* lse, const Strides& lseStrides,
                           cudaStream_t stream) {
-  const int64_t total = stackedRows(chunk) * seqKv;
-  probabilitiesFromLseKernel<<<elementwiseBlocks(total), kThreads, 0, stream>>>(
-      scores, chunk, seqKv, mask, lse, plain(lseStrides));
-  checkLaunch("probabilitiesFromLseKernel");
+  launchKernel("probabilitiesFromLseKernel", probabilitiesFromLseKernel,
+               elementwiseBlocks(stackedRows(chunk) * seqKv), kThreads, stream, scores, chunk, seqKv,
+               mask, lse, plain(lseStrides));
 }
 
 void rowDotProducts(const DeviceTensor& o, const DeviceTensor& dO, const ChunkGeometry& chunk,
                     int64_t dimV, float* delta, cudaStream_t stream) {
   withElementType(o.dtype, [&](auto tag) {
     using T = ElementOf<decltype(tag)>;
-    rowDotProductsKernel<T><<<rowBlocks(stackedRows(chunk)), kThreads, 0, stream>>>(
-        static_cast<const T*>(o.data), plain(o.strides), static_cast<const T*>(dO.data),
-        plain(dO.strides), chunk, dimV, delta);
+    launchKernel("rowDotProductsKernel", rowDotProductsKernel<T>, rowBlocks(stackedRows(chunk)),
+                 kThreads, stream, static_cast<const T*>(o.data), plain(o.strides),
+                 static_cast<const T*>(dO.data), plain(dO.strides), chunk, dimV, delta);
   });
-  checkLaunch("rowDotProductsKernel");
 }
 
 void softmaxGradient(float* dScores, const float* probs, const float* delta, int64_t rows,
                      int64_t seqKv, cudaStream_t stream) {
-  softmaxGradientKernel<<<elementwiseBlocks(rows * seqKv), kThreads, 0, stream>>>(dScores, probs, delta,
-                                                                                 rows, seqKv);
-  checkLaunch("softmaxGradientKernel");
+  launchKernel("softmaxGradientKernel", softmaxGradientKernel, elementwiseBlocks(rows * seqKv),
+               kThreads, stream, dScores, probs, delta, rows, seqKv);
 }
 
 }  // namespace ffpa::reference

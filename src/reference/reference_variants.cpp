@@ -1,5 +1,6 @@
 #include "reference/reference_variants.h"
 
+#include "core/error.h"
 #include "reference/chunking.h"
 #include "reference/reference_plans.h"
 
@@ -23,13 +24,27 @@ Plan referencePlan(const PlanRequest& r) {
   return plan;
 }
 
+// The reference serves every problem the API accepts, on every device libffpa runs on. It
+// computes in fp32 whatever the kernel knobs say: the performance knobs (pipelining, layouts) do
+// not change results, but a reduced-precision accumulator does, so the reference serves a
+// problem that asks for one only when FFPA_POLICY_REFERENCE_BACKEND says to.
+Support referenceSupports(const PlanRequest& r) {
+  const ffpaAccumulator_t accumulator = r.policy.accumulator();
+  if (accumulator != FFPA_ACCUMULATOR_F32 && !r.policy.flag(FFPA_POLICY_REFERENCE_BACKEND)) {
+    return Support::rejected(
+        FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION,
+        cat("FFPA_POLICY_ACCUMULATOR=", knobValueName(FFPA_POLICY_ACCUMULATOR, accumulator),
+            " needs a fast kernel and none serves this problem; set FFPA_ACCUMULATOR_F32, or "
+            "FFPA_POLICY_REFERENCE_BACKEND for the fp32 reference"));
+  }
+  return Support::applies();
+}
+
 }  // namespace
 
 void registerReferenceVariants(KernelRegistry& registry) {
-  // The reference serves every problem the API accepts, on every device libffpa runs on.
-  const auto always = [](const PlanRequest&) { return Support::applies(); };
-  registry.add({reference::kForwardName, Direction::Forward, 0, true, always, referencePlan});
-  registry.add({reference::kBackwardName, Direction::Backward, 0, true, always, referencePlan});
+  registry.add({reference::kForwardName, Direction::Forward, 0, true, referenceSupports, referencePlan});
+  registry.add({reference::kBackwardName, Direction::Backward, 0, true, referenceSupports, referencePlan});
 }
 
 }  // namespace ffpa

@@ -183,3 +183,65 @@ TEST_CASE("the sanity check adds its scratch to the workspace; the chunk budget 
   CHECK(small < plain);
   CHECK(small <= (size_t{16} << 20) + (size_t{8} << 20) + 8 * 256);  // budget + cuBLASLt scratch + alignment
 }
+
+TEST_CASE("reduced-precision accumulators need fp16 and a fast kernel; the reference never pretends") {
+  Handle h;
+  Attention attn;
+  size_t bytes = 0;
+  Problem bf16(FFPA_DATA_TYPE_BFLOAT16, 1, 2, 2, 64, 64, 512, 512);
+  Problem fp16(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 64, 64, 512, 512);
+  h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_F16);
+  CHECK_FAILS_WITH(bf16.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION,
+                   "FFPA_POLICY_ACCUMULATOR=f16 needs fp16 tensors", "bf16");
+  h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_QK_F16);
+  CHECK_FAILS_WITH(fp16.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION,
+                   "qk_f16 needs a fast kernel", "FFPA_POLICY_REFERENCE_BACKEND");
+  h.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);  // asked for explicitly: fp32 reference
+  REQUIRE_OK(fp16.forwardWorkspace(h, attn, &bytes));
+  CHECK_FAILS_WITH(bf16.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+}
+
+TEST_CASE("shapes whose scratch cannot exist are refused, never crash or wrap") {
+  Handle h;
+  Attention attn;
+  size_t bytes = 0;
+  const int64_t big = (int64_t{1} << 31) - 1;
+  // 2^31 keys of 1024 + 1024 dims: K and V of one head in fp32 take 16 TiB. Sized exactly (the
+  // caller will not find that much memory, but no size wraps around to something small).
+  Problem longSequence(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, big, big, 1024, 1024);
+  REQUIRE_OK(longSequence.forwardWorkspace(h, attn, &bytes));
+  CHECK(bytes >= (size_t{16} << 40));
+  REQUIRE_OK(longSequence.backwardWorkspace(h, attn, &bytes));
+  CHECK(bytes >= (size_t{32} << 40));
+  // 2^31 query heads on one K/V head of 2^31 keys: one row of scores per query head is 2^64 bytes.
+  Problem manyHeads(FFPA_DATA_TYPE_FLOAT16, 1, big, 1, 1, big, 1, 1);
+  CHECK_FAILS_WITH(manyHeads.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED_SHAPE, "2^62");
+  CHECK_FAILS_WITH(manyHeads.backwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED_SHAPE, "2^62");
+}
+
+TEST_CASE("outputs are checked element by element: interleaved gradients pass, real overlaps fail") {
+  Handle h;
+  Attention attn;
+  // dQ, dK, dV as slices of one packed [B, N, 3, H, D] buffer, the layout of a fused QKV gradient.
+  const int64_t n = 128, heads = 8, d = 64;
+  const std::vector<int64_t> packed = {n * 3 * heads * d, d, 3 * heads * d, 1};
+  Problem p(FFPA_DATA_TYPE_FLOAT16, 1, heads, heads, n, n, d, d);
+  Tensor dqkv(FFPA_DATA_TYPE_FLOAT16, {1, heads, n, d}, packed);
+  size_t need = 0;
+  REQUIRE_OK(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, dqkv, dqkv, dqkv, &need));
+  char* buffer = static_cast<char*>(address(20));
+  void* dq = buffer;
+  void* dk = buffer + heads * d * 2;
+  void* dv = buffer + 2 * heads * d * 2;
+  const auto backward = [&](void* dqPtr, void* dkPtr, void* dvPtr, void* ws) {
+    return ffpaAttentionBackward(h, attn, p.q, address(1), p.k, address(2), p.v, address(3), p.o, address(4), p.dO,
+                                 address(5), p.lse, static_cast<const float*>(address(6)), dqkv, dqPtr, dqkv, dkPtr,
+                                 dqkv, dvPtr, ws, need);
+  };
+  CHECK_FAILS_WITH(backward(dq, dk, dv, address(30)), FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);  // all checks passed
+  void* dkShifted = buffer + 64 * d * 2 * 3 * heads + heads * d * 2;  // row 64 of dk's slice: inside dq's rows
+  CHECK_FAILS_WITH(backward(dq, dkShifted, dv, address(30)), FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);
+  void* dkOnDq = buffer + 3 * heads * d * 2;  // dk shifted by exactly one row of the packed buffer
+  CHECK_FAILS_WITH(backward(dq, dkOnDq, dv, address(30)), FFPA_STATUS_BAD_PARAM, "output dq overlaps dk");
+  CHECK_FAILS_WITH(backward(dq, dk, dv, address(1)), FFPA_STATUS_BAD_PARAM, "workspace overlaps q");
+}

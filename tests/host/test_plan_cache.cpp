@@ -1,4 +1,5 @@
 // PlanKey and PlanCache: what the key distinguishes, LRU behaviour, concurrent getOrCreate.
+#include "core/descriptors.h"
 #include "core/plan_cache.h"
 
 #include <doctest/doctest.h>
@@ -126,4 +127,22 @@ TEST_CASE("concurrent getOrCreate agrees on one plan per key") {
   CHECK(s.hits + s.misses == kThreads * 1000);
   CHECK(s.size == 32);
   CHECK(made >= 32);
+}
+
+TEST_CASE("copies of one layout share an element exactly when their shift is a reachable offset") {
+  TensorLayout packed;  // [1, 8, 128, 64] slices of a [1, 128, 3, 8, 64] buffer
+  const int64_t dims[4] = {1, 8, 128, 64};
+  const int64_t strides[4] = {128 * 3 * 8 * 64, 64, 3 * 8 * 64, 1};
+  packed = makeTensorLayout(FFPA_DATA_TYPE_FLOAT16, 4, dims, strides);
+  CHECK(copiesShareAnElement(packed, 0));
+  CHECK_FALSE(copiesShareAnElement(packed, 8 * 64));      // the next slice (dK after dQ)
+  CHECK_FALSE(copiesShareAnElement(packed, -2 * 8 * 64)); // two slices back
+  CHECK(copiesShareAnElement(packed, 3 * 8 * 64));        // one row later: same slice, rows overlap
+  CHECK(copiesShareAnElement(packed, 5));                 // inside a row
+  CHECK_FALSE(copiesShareAnElement(packed, 128 * 3 * 8 * 64));  // past the end
+  const int64_t dense[4] = {2, 3, 4, 5};
+  const TensorLayout contiguous = makeTensorLayout(FFPA_DATA_TYPE_FLOAT32, 4, dense, nullptr);
+  for (int64_t shift = -200; shift <= 200; ++shift) {
+    CHECK(copiesShareAnElement(contiguous, shift) == (shift > -120 && shift < 120));
+  }
 }

@@ -24,7 +24,7 @@ DeviceInfo hopper() {
 AttentionProblem problem(int64_t headDim, Direction direction = Direction::Forward) {
   AttentionProblem p;
   p.direction = direction;
-  p.dtype = FFPA_DATA_TYPE_BFLOAT16;
+  p.dtype = FFPA_DATA_TYPE_FLOAT16;
   p.batch = 1;
   p.headsQ = p.headsKv = 8;
   p.seqQ = p.seqKv = 1024;
@@ -42,7 +42,7 @@ class ThrowsWith {
       FAIL("no error thrown");
     } catch (const Error& e) {
       CHECK(e.status() == status_);
-      CHECK_MESSAGE(std::string(e.what()).find(fragment_) != std::string::npos, e.what());
+      CHECK_MESSAGE(std::string(e.what()).find(fragment_) != std::string::npos, std::string(e.what()));
     }
   }
 
@@ -113,7 +113,8 @@ TEST_CASE("a rejected knob combination fails with the variant's reason instead o
   ThrowsWith(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, "FFPA_ACCUMULATOR_F16 is not compiled").check([&] {
     planner.plan({large, policy, device, nullptr});
   });
-  // Outside the fast variant's domain the knob does not matter: the reference serves.
+  // Outside the fast variant's domain this test registry's reference serves (the real one would
+  // refuse a reduced-precision accumulator unless asked for explicitly).
   const AttentionProblem small = problem(64);
   CHECK(planner.plan({small, policy, device, nullptr}).kernel == "test.reference");
   // The reference backend policy always wins, even over a rejection.
@@ -127,7 +128,7 @@ TEST_CASE("no variant for a direction is NOT_SUPPORTED, with the problem describ
   const Policy policy;
   const DeviceInfo device = hopper();
   const AttentionProblem backward = problem(512, Direction::Backward);
-  ThrowsWith(FFPA_STATUS_NOT_SUPPORTED, "no kernel serves backward bf16").check([&] {
+  ThrowsWith(FFPA_STATUS_NOT_SUPPORTED, "no kernel serves backward fp16").check([&] {
     planner.plan({backward, policy, device, nullptr});
   });
 }
@@ -143,6 +144,18 @@ TEST_CASE("the sanity check appends aligned scratch after the kernel's workspace
   CHECK(plan.kernelWorkspaceBytes == 300);
   CHECK(plan.sanityScratchOffset == 512);
   CHECK(plan.workspaceBytes == 512 + kSanityScratchBytes);
+}
+
+TEST_CASE("a reduced-precision accumulator on bf16 is refused before any variant is asked") {
+  const Planner planner(builtinKernels());
+  Policy policy;
+  policy.setValue(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_PV_F16);
+  const DeviceInfo device = hopper();
+  AttentionProblem p = problem(512);
+  p.dtype = FFPA_DATA_TYPE_BFLOAT16;
+  ThrowsWith(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, "pv_f16 needs fp16 tensors").check([&] {
+    planner.plan({p, policy, device, nullptr});
+  });
 }
 
 TEST_CASE("the built-in registry serves forward and backward through the reference") {

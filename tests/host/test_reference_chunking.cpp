@@ -95,3 +95,19 @@ TEST_CASE("packed GEMM shapes: leading dimensions and batch strides of dense ope
   CHECK(s.ldb == 576);
   CHECK(s.ldc == 80);
 }
+
+TEST_CASE("chunks stay within cuBLASLt's int32 extents however large the batch") {
+  const AttentionProblem p = problem(Direction::Forward, (int64_t{1} << 30) + 1, 4, 4, 1, 1, 1, 1);
+  const ChunkPlan c = chooseChunks(p, int64_t{1} << 37);
+  CHECK(c.units == ((int64_t{1} << 30) + 1) * 4);
+  CHECK(c.unitsPerChunk <= INT32_MAX);
+  CHECK(c.unitsPerChunk >= 1);
+  for (const ChunkShape& shape : chunkShapes(c, p.seqQ)) {
+    const RowMajorGemm g = packedGemm(false, true, c.group * shape.rows, p.seqKv, p.headDimQk, shape.units);
+    CHECK(g.batch == shape.units);
+  }
+  // A huge GQA group caps the rows so that group * rows fits int32 too.
+  const AttentionProblem wide = problem(Direction::Forward, 1, INT32_MAX, 1, 1000, 4, 1, 1);
+  const ChunkPlan w = chooseChunks(wide, int64_t{1} << 50);
+  CHECK(w.group * w.rowsPerChunk <= INT32_MAX);
+}

@@ -41,7 +41,7 @@ inline std::string lastError() {
 #define CHECK_FAILS_WITH(call, status, ...)                                               \
   do {                                                                                    \
     const ffpaStatus_t got_ = (call);                                                     \
-    CHECK_MESSAGE(got_ == (status), ffpaGetErrorString(got_), ": ", ffpa_test::lastError()); \
+    CHECK_MESSAGE(got_ == (status), std::string(ffpaGetErrorString(got_)), ": ", ffpa_test::lastError()); \
     for (const char* fragment_ : std::initializer_list<const char*>{__VA_ARGS__}) {       \
       CHECK_MESSAGE(ffpa_test::lastError().find(fragment_) != std::string::npos,          \
                     "message \"", ffpa_test::lastError(), "\" lacks \"", std::string(fragment_), "\""); \
@@ -51,7 +51,7 @@ inline std::string lastError() {
 #define REQUIRE_OK(call)                                                                  \
   do {                                                                                    \
     const ffpaStatus_t got_ = (call);                                                     \
-    REQUIRE_MESSAGE(got_ == FFPA_STATUS_SUCCESS, ffpaGetErrorString(got_), ": ", ffpa_test::lastError()); \
+    REQUIRE_MESSAGE(got_ == FFPA_STATUS_SUCCESS, std::string(ffpaGetErrorString(got_)), ": ", ffpa_test::lastError()); \
   } while (0)
 
 class Handle {

@@ -546,6 +546,16 @@ typedef enum ffpaPolicyKnob {
   /** @endcond */
 } ffpaPolicyKnob_t;
 
+/** Where the current value of a knob comes from (see ffpaGetPolicySource()). */
+typedef enum ffpaPolicySource {
+  FFPA_POLICY_SOURCE_DEFAULT = 0,     /**< The built-in default. */
+  FFPA_POLICY_SOURCE_ENVIRONMENT = 1, /**< An environment variable read by ffpaCreate(). */
+  FFPA_POLICY_SOURCE_SETTER = 2,      /**< A call of ffpaSetPolicy() on this handle. */
+  /** @cond FFPA_INTERNAL */
+  FFPA_POLICY_SOURCE_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaPolicySource_t;
+
 /**
  * Everything known about one knob, for introspection and generated documentation.
  * Set @ref structSize to `sizeof(ffpaPolicyInfo_t)` before calling ffpaGetPolicyInfo().
@@ -599,6 +609,18 @@ FFPA_API ffpaStatus_t ffpaSetPolicy(ffpaHandle_t handle, ffpaPolicyKnob_t knob, 
  */
 FFPA_API ffpaStatus_t ffpaGetPolicy(ffpaHandle_t handle, ffpaPolicyKnob_t knob, void* value,
                                     size_t size, size_t* sizeWritten);
+
+/**
+ * Tells where the current value of one knob of a handle comes from.
+ * @param handle      The handle.
+ * @param knob        Which knob.
+ * @param[out] source Receives the source of its value.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown knob;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetPolicySource(ffpaHandle_t handle, ffpaPolicyKnob_t knob,
+                                          ffpaPolicySource_t* source);
 
 /**
  * Describes a knob: type, bounds, default, environment variables. Needs no handle.
@@ -845,6 +867,30 @@ FFPA_API ffpaStatus_t ffpaAttentionForward(
     float* lse, void* workspace, size_t workspaceSize);
 
 /**
+ * Explains the plan of a forward problem: which kernel serves it, with which launch
+ * configuration and workspace, and why the kernels tried before it do not. Plans (and caches)
+ * like ffpaGetAttentionForwardWorkspaceSize(). The text has one `name: value` line per item:
+ * `kernel`, `config`, `workspace` and one `skipped` line per kernel passed over.
+ * @param handle       The handle.
+ * @param attn         The attention descriptor.
+ * @param qDesc        Q.
+ * @param kDesc        K.
+ * @param vDesc        V.
+ * @param oDesc        O.
+ * @param lseDesc      Log-sum-exp, or NULL.
+ * @param buffer       Receives the text, NUL-terminated and truncated to fit; may be NULL when
+ *                     @p size is 0.
+ * @param size         Size of @p buffer in bytes.
+ * @param[out] length  Receives the length of the whole text without the NUL (a value
+ *                     `>= size` means it was truncated); may be NULL.
+ * @return As ffpaGetAttentionForwardWorkspaceSize().
+ */
+FFPA_API ffpaStatus_t ffpaDescribeAttentionForwardPlan(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t lseDesc, char* buffer, size_t size, size_t* length);
+
+/**
  * Bytes of workspace ffpaAttentionBackward() needs for this problem (plans and caches it).
  * @param handle       The handle.
  * @param attn         The attention descriptor used for the forward.
@@ -865,6 +911,32 @@ FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
     ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
     ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc, ffpaTensorDescriptor_t dqDesc,
     ffpaTensorDescriptor_t dkDesc, ffpaTensorDescriptor_t dvDesc, size_t* bytes);
+
+/**
+ * Explains the plan of a backward problem, as ffpaDescribeAttentionForwardPlan() does for the
+ * forward.
+ * @param handle       The handle.
+ * @param attn         The attention descriptor used for the forward.
+ * @param qDesc        Q.
+ * @param kDesc        K.
+ * @param vDesc        V.
+ * @param oDesc        O.
+ * @param doDesc       dO.
+ * @param lseDesc      Log-sum-exp (required).
+ * @param dqDesc       dQ.
+ * @param dkDesc       dK.
+ * @param dvDesc       dV.
+ * @param buffer       Receives the text; may be NULL when @p size is 0.
+ * @param size         Size of @p buffer in bytes.
+ * @param[out] length  Receives the length of the whole text; may be NULL.
+ * @return As ffpaGetAttentionBackwardWorkspaceSize().
+ */
+FFPA_API ffpaStatus_t ffpaDescribeAttentionBackwardPlan(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc, ffpaTensorDescriptor_t dqDesc,
+    ffpaTensorDescriptor_t dkDesc, ffpaTensorDescriptor_t dvDesc, char* buffer, size_t size,
+    size_t* length);
 
 /**
  * Attention backward: dQ, dK and dV from Q, K, V, the forward's O and log-sum-exp, and dO.

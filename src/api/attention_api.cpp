@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <sstream>
+#include <string>
 
 namespace ffpa {
 namespace {
@@ -150,6 +152,17 @@ void execute(const PlannedCall& call, const TensorArgs& tensors, void* workspace
   }
 }
 
+// The text of ffpaDescribeAttention*Plan.
+void describePlan(const PlannedCall& call, char* buffer, size_t size, size_t* length) {
+  const Plan& plan = *call.plan;
+  std::string text = cat("problem: ", describe(call.problem), "\nkernel: ", plan.kernel,
+                         "\nconfig: ", plan.config, "\nworkspace: ", plan.workspaceBytes, " bytes\n");
+  std::istringstream skipped(plan.skipped);
+  for (std::string line; std::getline(skipped, line);) text += cat("skipped: ", line, "\n");
+  const size_t whole = copyText(text, buffer, size);
+  if (length != nullptr) *length = whole;
+}
+
 }  // namespace
 }  // namespace ffpa
 
@@ -163,6 +176,16 @@ FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
     ffpa::requireNotNull(bytes, "bytes");
     const ffpa::TensorLayout* lse = lseDesc == nullptr ? nullptr : &ffpa::tensorLayout(lseDesc, "lseDesc");
     *bytes = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse).plan->workspaceBytes;
+  });
+}
+
+FFPA_API ffpaStatus_t ffpaDescribeAttentionForwardPlan(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t lseDesc, char* buffer, size_t size, size_t* length) {
+  return ffpa::guarded("ffpaDescribeAttentionForwardPlan", [&] {
+    const ffpa::TensorLayout* lse = lseDesc == nullptr ? nullptr : &ffpa::tensorLayout(lseDesc, "lseDesc");
+    ffpa::describePlan(ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse), buffer, size, length);
   });
 }
 
@@ -206,6 +229,19 @@ FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
     const ffpa::BackwardLayouts layouts = ffpa::backwardLayouts(
         qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
     *bytes = ffpa::planBackward(handle, attn, layouts).plan->workspaceBytes;
+  });
+}
+
+FFPA_API ffpaStatus_t ffpaDescribeAttentionBackwardPlan(
+    ffpaHandle_t handle, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t qDesc,
+    ffpaTensorDescriptor_t kDesc, ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
+    ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc, ffpaTensorDescriptor_t dqDesc,
+    ffpaTensorDescriptor_t dkDesc, ffpaTensorDescriptor_t dvDesc, char* buffer, size_t size,
+    size_t* length) {
+  return ffpa::guarded("ffpaDescribeAttentionBackwardPlan", [&] {
+    const ffpa::BackwardLayouts layouts = ffpa::backwardLayouts(
+        qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
+    ffpa::describePlan(ffpa::planBackward(handle, attn, layouts), buffer, size, length);
   });
 }
 

@@ -1,5 +1,7 @@
 #include "api/boundary.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace ffpa {
@@ -13,6 +15,15 @@ std::optional<ffpaLogLevel_t> takeCallLogLevel() {
   const std::optional<ffpaLogLevel_t> level = tCallLogLevel;
   tCallLogLevel.reset();
   return level;
+}
+
+size_t copyText(const std::string& text, char* buffer, size_t size) noexcept {
+  if (buffer != nullptr && size > 0) {
+    const size_t copied = std::min(text.size(), size - 1);
+    std::memcpy(buffer, text.data(), copied);
+    buffer[copied] = '\0';
+  }
+  return text.size();
 }
 
 void reportFailure(const char* function, ffpaStatus_t status, const char* message) noexcept {

@@ -10,6 +10,7 @@
 
 #include <new>
 #include <optional>
+#include <string>
 
 namespace ffpa {
 
@@ -21,6 +22,10 @@ std::optional<ffpaLogLevel_t> takeCallLogLevel();
 // Failed GPU work and internal errors are logged as errors; everything else (rejected arguments,
 // unsupported requests, no device) is fully reported by the status and logged as info.
 void reportFailure(const char* function, ffpaStatus_t status, const char* message) noexcept;
+
+// Copies `text` into a caller's buffer the snprintf way: truncated, NUL-terminated when `size` is
+// not 0, and returns the whole length so the caller can ask again with a larger buffer.
+size_t copyText(const std::string& text, char* buffer, size_t size) noexcept;
 
 template <class Body>
 ffpaStatus_t guarded(const char* function, Body&& body) noexcept {

@@ -3,8 +3,6 @@
 
 #include "ffpa_build_config.h"
 
-#include <algorithm>
-#include <cstring>
 
 extern "C" {
 
@@ -19,13 +17,7 @@ FFPA_API const char* ffpaGetBuildInfo(void) {
 FFPA_API const char* ffpaGetErrorString(ffpaStatus_t status) { return ffpa::statusName(status); }
 
 FFPA_API size_t ffpaGetLastErrorString(char* buffer, size_t size) {
-  const std::string& message = ffpa::lastErrorMessage();
-  if (buffer != nullptr && size > 0) {
-    const size_t copied = std::min(message.size(), size - 1);
-    std::memcpy(buffer, message.data(), copied);
-    buffer[copied] = '\0';
-  }
-  return message.size();
+  return ffpa::copyText(ffpa::lastErrorMessage(), buffer, size);
 }
 
 FFPA_API ffpaStatus_t ffpaSetLogCallback(ffpaLogCallback_t callback, void* userData) {

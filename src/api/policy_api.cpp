@@ -25,6 +25,18 @@ FFPA_API ffpaStatus_t ffpaGetPolicy(ffpaHandle_t handle, ffpaPolicyKnob_t knob, 
   });
 }
 
+FFPA_API ffpaStatus_t ffpaGetPolicySource(ffpaHandle_t handle, ffpaPolicyKnob_t knob,
+                                          ffpaPolicySource_t* source) {
+  return ffpa::guarded("ffpaGetPolicySource", [&] {
+    const auto policy = ffpa::contextOf(handle).snapshot().policy;
+    ffpa::setCallLogLevel(policy->logLevel());
+    ffpa::require(ffpa::findKnob(knob) != nullptr, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "knob ",
+                  static_cast<int64_t>(knob), " is not an ffpaPolicyKnob_t value (see ffpaGetPolicyKnobs)");
+    ffpa::requireNotNull(source, "source");
+    *source = policy->source(knob);
+  });
+}
+
 FFPA_API ffpaStatus_t ffpaGetPolicyInfo(ffpaPolicyKnob_t knob, ffpaPolicyInfo_t* info) {
   return ffpa::guarded("ffpaGetPolicyInfo", [&] {
     const ffpa::KnobSpec* spec = ffpa::findKnob(knob);

@@ -113,7 +113,7 @@ void readAccumulator(Policy& policy, EnvironmentLookup lookup) {
   if (pv) settings.push_back({forcePv.front().text, FFPA_ACCUMULATOR_PV_F16});
   if (settings.empty()) return;
   requireAgreement(spec, settings);
-  policy.setValue(FFPA_POLICY_ACCUMULATOR, settings.front().value);
+  policy.setValue(FFPA_POLICY_ACCUMULATOR, settings.front().value, FFPA_POLICY_SOURCE_ENVIRONMENT);
 }
 
 void readStringKnob(Policy& policy, const KnobSpec& spec, EnvironmentLookup lookup) {
@@ -123,7 +123,7 @@ void readStringKnob(Policy& policy, const KnobSpec& spec, EnvironmentLookup look
     require(std::char_traits<char>::length(raw) < kMaxPolicyStringBytes,
             FFPA_STATUS_BAD_PARAM_ENVIRONMENT, "environment variable ", name, " is too long for ",
             spec.name, "; allowed: ", describeAllowedValues(spec));
-    policy.setTunedConfigDir(raw);
+    policy.setTunedConfigDir(raw, FFPA_POLICY_SOURCE_ENVIRONMENT);
   }
 }
 
@@ -152,7 +152,7 @@ Policy policyFromEnvironment(EnvironmentLookup lookup) {
       const std::vector<Setting> settings = readSettings(spec, words(spec.environment), lookup, spec);
       if (settings.empty()) continue;
       requireAgreement(spec, settings);
-      policy.setValue(spec.knob, settings.front().value);
+      policy.setValue(spec.knob, settings.front().value, FFPA_POLICY_SOURCE_ENVIRONMENT);
     }
   }
   return policy;

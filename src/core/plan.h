@@ -55,6 +55,7 @@ class PlanPayload {
 struct Plan {
   std::string kernel;             // the variant's name, e.g. "reference.cublaslt.forward"
   std::string config;             // its launch configuration, human-readable
+  std::string skipped;            // "variant: why not" per variant passed over, one per line
   size_t kernelWorkspaceBytes = 0;
   size_t sanityScratchOffset = 0; // where the sanity check's counters live, when enabled
   size_t workspaceBytes = 0;      // everything the caller must provide

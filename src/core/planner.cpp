@@ -9,9 +9,10 @@
 namespace ffpa {
 namespace {
 
-Plan planWith(const KernelVariant& variant, const PlanRequest& request) {
+Plan planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped) {
   Plan plan = variant.plan(request);
   plan.kernel = variant.name;
+  plan.skipped = std::move(skipped);
   plan.workspaceBytes = plan.kernelWorkspaceBytes;
   if (request.policy.flag(FFPA_POLICY_SANITY_CHECK)) {
     plan.sanityScratchOffset = alignUp(plan.kernelWorkspaceBytes);
@@ -39,7 +40,8 @@ Plan Planner::plan(const PlanRequest& request) const {
   const ffpaLogLevel_t level = request.policy.logLevel();
   const bool referenceOnly = request.policy.flag(FFPA_POLICY_REFERENCE_BACKEND);
   const std::string problem = describe(request.problem);
-  std::string reasons;
+  std::string reasons;  // for the error message
+  std::string skipped;  // for the plan's explanation
   std::optional<Support> rejection;  // the first variant that refused the policies
 
   // Fast variants first, best first; the reference path only when none applies or rejects.
@@ -53,11 +55,12 @@ Plan Planner::plan(const PlanRequest& request) const {
       const Support support = variant.supports(request);
       if (support.verdict == Support::Verdict::Applies) {
         logMessage(level, FFPA_LOG_LEVEL_DEBUG, cat("planner: ", variant.name, " serves ", problem));
-        return planWith(variant, request);
+        return planWith(variant, request, std::move(skipped));
       }
       logMessage(level, FFPA_LOG_LEVEL_DEBUG,
                  cat("planner: ", variant.name, " does not serve ", problem, ": ", support.reason));
       reasons += cat("; ", variant.name, ": ", support.reason);
+      skipped += cat(variant.name, ": ", support.reason, "\n");
       if (support.verdict == Support::Verdict::Rejected && !rejection) rejection = support;
     }
   }

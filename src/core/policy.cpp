@@ -153,20 +153,24 @@ Policy::Policy() {
 
 int64_t Policy::value(ffpaPolicyKnob_t knob) const { return values_[indexOf(knob)]; }
 
-void Policy::setValue(ffpaPolicyKnob_t knob, int64_t value) {
+void Policy::setValue(ffpaPolicyKnob_t knob, int64_t value, ffpaPolicySource_t source) {
   const KnobSpec& spec = knobSpec(knob);
   require(value >= spec.minValue && value <= spec.maxValue, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND,
           spec.name, ": ", value, " is out of range; allowed: ", describeAllowedValues(spec));
   values_[indexOf(knob)] = value;
+  sources_[indexOf(knob)] = source;
 }
 
-void Policy::setTunedConfigDir(std::string dir) {
+void Policy::setTunedConfigDir(std::string dir, ffpaPolicySource_t source) {
   require(dir.size() < kMaxPolicyStringBytes, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND,
           "FFPA_POLICY_TUNED_CONFIG_DIR: ", dir.size(), " characters is too long; allowed: at most ",
           kMaxPolicyStringBytes - 1);
   tunedConfigDirId_ = internString(dir);
   tunedConfigDir_ = std::move(dir);
+  sources_[indexOf(FFPA_POLICY_TUNED_CONFIG_DIR)] = source;
 }
+
+ffpaPolicySource_t Policy::source(ffpaPolicyKnob_t knob) const { return sources_[indexOf(knob)]; }
 
 std::string knobValueName(ffpaPolicyKnob_t knob, int64_t value) {
   const KnobSpec& spec = knobSpec(knob);

@@ -48,8 +48,11 @@ class Policy {
   int64_t tunedConfigDirId() const { return tunedConfigDirId_; }
 
   // Throw ffpa::Error (OUT_OF_BOUND) naming the knob when the value is outside its bounds.
-  void setValue(ffpaPolicyKnob_t knob, int64_t value);
-  void setTunedConfigDir(std::string dir);
+  void setValue(ffpaPolicyKnob_t knob, int64_t value,
+                ffpaPolicySource_t source = FFPA_POLICY_SOURCE_SETTER);
+  void setTunedConfigDir(std::string dir, ffpaPolicySource_t source = FFPA_POLICY_SOURCE_SETTER);
+  // Where the current value came from (not part of plan keys: only values change plans).
+  ffpaPolicySource_t source(ffpaPolicyKnob_t knob) const;
 
   ffpaAccumulator_t accumulator() const {
     return static_cast<ffpaAccumulator_t>(value(FFPA_POLICY_ACCUMULATOR));
@@ -58,6 +61,7 @@ class Policy {
 
  private:
   std::array<int64_t, kKnobCount> values_{};
+  std::array<ffpaPolicySource_t, kKnobCount> sources_{};  // zero is FFPA_POLICY_SOURCE_DEFAULT
   std::string tunedConfigDir_;
   int64_t tunedConfigDirId_ = 0;  // 0 is ""
 };

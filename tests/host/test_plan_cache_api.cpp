@@ -145,3 +145,29 @@ TEST_CASE("many threads plan on one handle while its capacity and policies chang
   CHECK(s.misses >= 16);  // at least every distinct problem once
   CHECK(s.evictions + s.size <= s.misses);
 }
+
+TEST_CASE("a plan explains itself: problem, kernel, config, workspace") {
+  Handle h;
+  Attention attn(FFPA_CAUSAL_TOP_LEFT);
+  Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 2, 300, 300, 576, 512);
+  size_t length = 0;
+  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, nullptr, 0, &length));
+  std::string text(length, '\0');
+  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, text.data(), length + 1, nullptr));
+  CHECK(text.find("problem: forward bf16 B=1 Hq=8 Hkv=2 Nq=300") == 0);
+  CHECK(text.find("\nkernel: reference.cublaslt.forward\n") != std::string::npos);
+  CHECK(text.find("\nconfig: fp32 cuBLASLt GEMMs") != std::string::npos);
+  size_t bytes = 0;
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &bytes));
+  CHECK(text.find("\nworkspace: " + std::to_string(bytes) + " bytes\n") != std::string::npos);
+  CHECK(h.stats().hits >= 2);  // the description and the query share the cached plan
+
+  char small[10];
+  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv, small,
+                                               sizeof small, &length));
+  CHECK(length > sizeof small);
+  CHECK(std::string(small) == "problem: ");
+  CHECK_FAILS_WITH(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, p.dO, nullptr, p.dq, p.dk, p.dv,
+                                                     nullptr, 0, nullptr),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "lseDesc");
+}

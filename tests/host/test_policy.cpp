@@ -247,3 +247,21 @@ TEST_CASE("malformed or contradictory environment values fail handle creation, n
                      "disagree");
   }
 }
+
+TEST_CASE("each knob reports where its value comes from") {
+  ScopedEnvironment env({{"ENABLE_FFPA_SMEM_SWIZZLE_Q", "0"}, {"FFPA_TUNED_CONFIG_DIR", "/etc/ffpa"}});
+  Handle h;
+  ffpaPolicySource_t source = FFPA_POLICY_SOURCE_FORCE_INT32;
+  REQUIRE_OK(ffpaGetPolicySource(h, FFPA_POLICY_STAGES, &source));
+  CHECK(source == FFPA_POLICY_SOURCE_DEFAULT);
+  REQUIRE_OK(ffpaGetPolicySource(h, FFPA_POLICY_SMEM_SWIZZLE_Q, &source));
+  CHECK(source == FFPA_POLICY_SOURCE_ENVIRONMENT);
+  REQUIRE_OK(ffpaGetPolicySource(h, FFPA_POLICY_TUNED_CONFIG_DIR, &source));
+  CHECK(source == FFPA_POLICY_SOURCE_ENVIRONMENT);
+  h.set<int32_t>(FFPA_POLICY_SMEM_SWIZZLE_Q, 0);  // same value, now from the setter
+  REQUIRE_OK(ffpaGetPolicySource(h, FFPA_POLICY_SMEM_SWIZZLE_Q, &source));
+  CHECK(source == FFPA_POLICY_SOURCE_SETTER);
+  CHECK_FAILS_WITH(ffpaGetPolicySource(h, static_cast<ffpaPolicyKnob_t>(77), &source),
+                   FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "knob 77");
+  CHECK_FAILS_WITH(ffpaGetPolicySource(h, FFPA_POLICY_STAGES, nullptr), FFPA_STATUS_BAD_PARAM_NULL_POINTER, "source");
+}

@@ -840,6 +840,9 @@ FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
  * `LSE = log(sum(exp(scale * Q·Kᵀ + mask)))` per query row.
  *
  * Enqueues the work on the handle's stream; never allocates device memory or synchronizes.
+ * A query row that sees no key (bottom-right causal with `Nq > Nkv`) gets O = 0 and
+ * LSE = -infinity. NaN or infinity in an input propagates: the output rows it reaches are NaN
+ * (#FFPA_POLICY_SANITY_CHECK reports it as an error instead).
  *
  * @param handle         The handle.
  * @param attn           The attention descriptor.

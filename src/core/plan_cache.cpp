@@ -13,7 +13,12 @@ PlanCache::PlanPtr PlanCache::insertLocked(const PlanKey& key, PlanPtr plan) {
   if (capacity_ == 0) return plan;
   if (PlanPtr raced = findLocked(key)) return raced;  // another thread planned it meanwhile
   lru_.emplace_front(key, plan);
-  index_.emplace(key, lru_.begin());
+  try {
+    index_.emplace(key, lru_.begin());
+  } catch (...) {
+    lru_.pop_front();  // keep list and index in step when the index cannot grow
+    throw;
+  }
   evictLocked();
   return plan;
 }

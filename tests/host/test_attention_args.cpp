@@ -245,3 +245,17 @@ TEST_CASE("outputs are checked element by element: interleaved gradients pass, r
   CHECK_FAILS_WITH(backward(dq, dkOnDq, dv, address(30)), FFPA_STATUS_BAD_PARAM, "output dq overlaps dk");
   CHECK_FAILS_WITH(backward(dq, dk, dv, address(1)), FFPA_STATUS_BAD_PARAM, "workspace overlaps q");
 }
+
+TEST_CASE("problems past 2^31 and 2^32 elements are planned with 64-bit sizes") {
+  Handle h;
+  Attention attn;
+  Problem p(FFPA_DATA_TYPE_FLOAT16, 64, 64, 64, 32768, 32768, 128, 128);  // 2^34 elements per tensor
+  size_t forward = 0, backward = 0;
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &forward));
+  REQUIRE_OK(p.backwardWorkspace(h, attn, &backward));
+  CHECK(forward > (size_t{1} << 29));  // a full 512 MiB chunk of scratch and more
+  CHECK(backward > (size_t{1} << 29));
+  char text[512];
+  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, nullptr, text, sizeof text, nullptr));
+  CHECK(std::string(text).find("units=4096") != std::string::npos);
+}

@@ -280,6 +280,10 @@ typedef void (*ffpaLogCallback_t)(ffpaLogLevel_t level, const char* message, voi
  * variable `FFPA_LOGGER_LEVEL`); messages not tied to a handle (a failing ffpaCreate()) use the
  * environment variable. Debug messages are emitted once per process per distinct text.
  *
+ * Once this function returns, the previous callback is no longer running and is never called
+ * again, so its @p userData may be released (libffpa calls the callback under a lock, which is
+ * also why the callback must not call back into libffpa).
+ *
  * @param callback The receiver, or NULL to restore the default (standard error).
  * @param userData Passed back to every call of @p callback; may be NULL.
  * @return #FFPA_STATUS_SUCCESS.

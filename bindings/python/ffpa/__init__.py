@@ -1,0 +1,49 @@
+"""Python bindings of libffpa: fast scaled dot-product attention for large head dimensions on
+NVIDIA GPUs, through ctypes (no compiled extension, no dependency).
+
+The quick way, on PyTorch tensors or CuPy arrays::
+
+    import ffpa
+    o = ffpa.forward(q, k, v, causal=True)                  # [B, H, N, D]
+    o, lse = ffpa.forward(q, k, v, lse=True, layout="bnhd")  # [B, N, H, D] storage
+    dq, dk, dv = ffpa.backward(q, k, v, o, do, lse, layout="bnhd")
+
+The C interface, class by class: :class:`Handle` (a context manager), :class:`TensorDesc`,
+:class:`AttentionDesc`, policies by knob name, plan descriptions, :class:`FfpaError` with the
+library's status and message. libffpa.so.0 is loaded on first use from ``FFPA_LIBRARY`` (a file
+or a directory) or by the platform loader; :class:`LibraryNotFound` says where it looked.
+"""
+
+from ._arrays import ArrayView, array_view
+from ._attention import backward, forward
+from ._descriptors import AttentionDesc, TensorDesc, causal_mode
+from ._errors import (BadParamError, ExecutionFailedError, FfpaError, InternalError,
+                      NotInitializedError, NotSupportedError, Status, category, status_name)
+from ._handle import DeviceDesc, Handle, Plan, PlanCacheStats
+from ._library import HEADER_VERSION, LibraryNotFound, is_compatible, library
+from ._logging import set_log_callback
+from ._policy import PolicyInfo, knobs, policy_info
+from ._types import (MAX_HEAD_DIM, Accumulator, AutotuneMode, CausalMode, DataType, Knob,
+                     LogLevel, PolicySource, PolicyType)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Accumulator", "ArrayView", "AttentionDesc", "AutotuneMode", "BadParamError", "CausalMode",
+    "DataType", "DeviceDesc", "ExecutionFailedError", "FfpaError", "HEADER_VERSION", "Handle",
+    "InternalError", "Knob", "LibraryNotFound", "LogLevel", "MAX_HEAD_DIM", "NotInitializedError",
+    "NotSupportedError", "Plan", "PlanCacheStats", "PolicyInfo", "PolicySource", "PolicyType",
+    "Status", "TensorDesc", "array_view", "backward", "build_info", "category", "causal_mode",
+    "forward", "get_version", "is_compatible", "knobs", "library", "policy_info",
+    "set_log_callback", "status_name",
+]
+
+
+def get_version():
+    """The version of the loaded library, ``MAJOR*10000 + MINOR*100 + PATCH``."""
+    return library().ffpaGetVersion()
+
+
+def build_info():
+    """The library's one-line build description, for logs and bug reports."""
+    return library().ffpaGetBuildInfo().decode()

@@ -52,6 +52,13 @@
 #else
 #define FFPA_API
 #endif
+/* In C++ the enums get int32_t as their underlying type, so that every 32-bit value a C caller
+ * may pass (negative ones included) is a valid value of the enum type inside the library. */
+#ifdef __cplusplus
+#define FFPA_ENUM_TYPE : int32_t
+#else
+#define FFPA_ENUM_TYPE
+#endif
 /** @endcond */
 
 #ifdef __cplusplus
@@ -110,7 +117,7 @@ FFPA_API const char* ffpaGetBuildInfo(void);
  * cares about the kind of failure compares the category, one that wants detail compares the
  * exact code. Codes are never renumbered; new ones are only added.
  */
-typedef enum ffpaStatus {
+typedef enum ffpaStatus FFPA_ENUM_TYPE {
   /** The call succeeded. */
   FFPA_STATUS_SUCCESS = 0,
 
@@ -230,7 +237,7 @@ FFPA_API size_t ffpaGetLastErrorString(char* buffer, size_t size);
 typedef struct CUstream_st* ffpaStream_t;
 
 /** Element types of tensors. */
-typedef enum ffpaDataType {
+typedef enum ffpaDataType FFPA_ENUM_TYPE {
   /** IEEE half precision (`__half`). Attention accumulates in fp32 unless a policy says otherwise. */
   FFPA_DATA_TYPE_FLOAT16 = 0,
   /** bfloat16 (`__nv_bfloat16`); always accumulated in fp32. */
@@ -250,7 +257,7 @@ typedef enum ffpaDataType {
  *  @{ */
 
 /** Severity of log messages, also the value type of #FFPA_POLICY_LOG_LEVEL. */
-typedef enum ffpaLogLevel {
+typedef enum ffpaLogLevel FFPA_ENUM_TYPE {
   FFPA_LOG_LEVEL_OFF = 0,     /**< Nothing is logged. */
   FFPA_LOG_LEVEL_ERROR = 1,   /**< GPU work that failed, internal errors. */
   FFPA_LOG_LEVEL_WARNING = 2, /**< Suspicious but valid use (the default level). */
@@ -401,7 +408,7 @@ FFPA_API ffpaStatus_t ffpaGetDeviceDesc(ffpaHandle_t handle, ffpaDeviceDesc_t* d
  *  @{ */
 
 /** The value type of a policy knob, which decides what ffpaSetPolicy() accepts. */
-typedef enum ffpaPolicyType {
+typedef enum ffpaPolicyType FFPA_ENUM_TYPE {
   /** `int32_t`, 0 or 1. */
   FFPA_POLICY_TYPE_BOOL = 0,
   /** `int32_t` within the knob's bounds. */
@@ -418,7 +425,7 @@ typedef enum ffpaPolicyType {
 } ffpaPolicyType_t;
 
 /** Accumulator precision of the two matrix products (value type of #FFPA_POLICY_ACCUMULATOR). */
-typedef enum ffpaAccumulator {
+typedef enum ffpaAccumulator FFPA_ENUM_TYPE {
   /** Both Q·Kᵀ and P·V accumulate in fp32 (the default; required for bf16). */
   FFPA_ACCUMULATOR_F32 = 0,
   /** Q·Kᵀ accumulates in fp16, P·V in fp32 (`ENABLE_FFPA_FORCE_QK_F16=1`). fp16 inputs only. */
@@ -433,7 +440,7 @@ typedef enum ffpaAccumulator {
 } ffpaAccumulator_t;
 
 /** Search space of runtime autotuning (value type of #FFPA_POLICY_AUTOTUNE_MODE). */
-typedef enum ffpaAutotuneMode {
+typedef enum ffpaAutotuneMode FFPA_ENUM_TYPE {
   FFPA_AUTOTUNE_MODE_FAST = 0, /**< A small search space (the default). */
   FFPA_AUTOTUNE_MODE_MAX = 1,  /**< A larger search space: slower to tune, possibly faster to run. */
   /** @cond FFPA_INTERNAL */
@@ -453,7 +460,7 @@ typedef enum ffpaAutotuneMode {
  * Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails
  * with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced.
  */
-typedef enum ffpaPolicyKnob {
+typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
   /* --- Kernel selection (values 0-99) --- */
   /** #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32. Any other value needs fp16 tensors and a
    *  fast kernel that offers it: a problem only the reference path serves fails with
@@ -551,7 +558,7 @@ typedef enum ffpaPolicyKnob {
 } ffpaPolicyKnob_t;
 
 /** Where the current value of a knob comes from (see ffpaGetPolicySource()). */
-typedef enum ffpaPolicySource {
+typedef enum ffpaPolicySource FFPA_ENUM_TYPE {
   FFPA_POLICY_SOURCE_DEFAULT = 0,     /**< The built-in default. */
   FFPA_POLICY_SOURCE_ENVIRONMENT = 1, /**< An environment variable read by ffpaCreate(). */
   FFPA_POLICY_SOURCE_SETTER = 2,      /**< A call of ffpaSetPolicy() on this handle. */
@@ -687,7 +694,9 @@ FFPA_API ffpaStatus_t ffpaDestroyTensorDescriptor(ffpaTensorDescriptor_t desc);
  * @param nbDims   Number of dimensions, 3 or 4.
  * @param dims     @p nbDims extents, each from 1 to 2^31 - 1.
  * @param strides  @p nbDims strides in elements, each at least 1 (any value for an extent of 1);
- *                 NULL means packed row-major (the last dimension contiguous).
+ *                 NULL means packed row-major (the last dimension contiguous). Sorted by size,
+ *                 each stride must exceed the span of the dimensions with smaller strides: every
+ *                 dense, padded or sliced layout does; interleaved ones are refused.
  * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
  *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for @p nbDims, a dimension or an unknown type;
  *         #FFPA_STATUS_BAD_PARAM_STRIDE for non-positive or overlapping strides, or a tensor
@@ -721,7 +730,7 @@ FFPA_API ffpaStatus_t ffpaGetTensorDescriptor(ffpaTensorDescriptor_t desc, ffpaD
  *  @{ */
 
 /** Which keys a query may attend to. With `Nq` queries and `Nkv` keys, query `i` sees key `j`: */
-typedef enum ffpaCausalMode {
+typedef enum ffpaCausalMode FFPA_ENUM_TYPE {
   /** always (no mask; the default). */
   FFPA_CAUSAL_NONE = 0,
   /** when `j <= i`: the mask's diagonal starts at the top-left corner (PyTorch's `is_causal`). */
@@ -736,7 +745,7 @@ typedef enum ffpaCausalMode {
 } ffpaCausalMode_t;
 
 /** Attributes of an attention descriptor, set with ffpaSetAttentionAttribute(). */
-typedef enum ffpaAttentionAttribute {
+typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
   /** `float`, finite and > 0: multiplies Q·Kᵀ before the softmax. Default `1 / sqrt(d_qk)`;
    *  reading it before it was set gives 0, meaning that default. */
   FFPA_ATTENTION_SOFTMAX_SCALE = 0,

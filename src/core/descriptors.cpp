@@ -133,7 +133,8 @@ TensorLayout makeTensorLayout(ffpaDataType_t dtype, int32_t nbDims, const int64_
             listText(layout.strides.data(), nbDims), "; strides of dimensions longer than 1 must be >= 1");
     require(stride > covered, FFPA_STATUS_BAD_PARAM_STRIDE, "strides ",
             listText(layout.strides.data(), nbDims), " make elements of dims ",
-            listText(dims, nbDims), " overlap (strides[", i, "] = ", stride, " is too small)");
+            listText(dims, nbDims), " overlap or interleave (strides[", i, "] = ", stride,
+            " must exceed ", static_cast<int64_t>(covered), ", the span of the smaller strides)");
     covered += static_cast<__int128>(stride) * (layout.dims[i] - 1);
     require(covered * static_cast<__int128>(elementBytes(dtype)) < kMaxSpanBytes,
             FFPA_STATUS_BAD_PARAM_STRIDE, "strides ", listText(layout.strides.data(), nbDims),

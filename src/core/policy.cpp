@@ -11,7 +11,6 @@
 namespace ffpa {
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr ffpaPolicyType_t kBool = FFPA_POLICY_TYPE_BOOL;
 constexpr const char* kBoolNames = "false true";
 

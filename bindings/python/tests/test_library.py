@@ -107,7 +107,7 @@ ENUMS = {
 @pytest.mark.parametrize("c_name", sorted(ENUMS))
 def test_enumerations_match_the_header(header_text, c_name):
     python_enum, prefix = ENUMS[c_name]
-    body = re.search(rf"typedef enum {c_name} \{{(.*?)\}}", header_text, re.S).group(1)
+    body = re.search(rf"typedef enum {c_name}(?: FFPA_ENUM_TYPE)? \{{(.*?)\}}", header_text, re.S).group(1)
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     values = {name.removeprefix(prefix): int(value, 0)
               for name, value in re.findall(r"\b(FFPA_\w+)\s*=\s*(\w+)", body)

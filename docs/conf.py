@@ -14,7 +14,7 @@ extensions = ["breathe"]
 # The staged source directory also holds the build outputs (HTML, Doxygen XML): read only the
 # pages themselves. knobs_table.rst is a fragment included by knobs.rst, not a page.
 include_patterns = ["*.rst"]
-exclude_patterns = ["knobs_table.rst"]
+exclude_patterns = ["knobs_table.rst", "install-steps.rst"]
 
 root_doc = "index"
 language = "en"

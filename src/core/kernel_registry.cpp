@@ -1,6 +1,7 @@
 #include "core/kernel_registry.h"
 
 #include "reference/reference_variants.h"
+#include "sm80/forward_variant.h"
 
 #include <algorithm>
 
@@ -17,6 +18,7 @@ const KernelRegistry& builtinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     registerReferenceVariants(r);
+    sm80::registerForwardVariant(r);
     return r;
   }();
   return registry;

@@ -28,10 +28,17 @@ PlanKey PlanKey::make(const AttentionProblem& p, const Policy& policy, const Dev
     for (const int64_t stride : *strides) key.push(stride);
   }
 
+  // Planners may adapt a knob left at its default (to fit a device), never one that was set: which
+  // knobs are at their defaults is part of the key, one bit each.
+  int64_t atDefault = 0;
+  int bit = 0;
   for (const KnobSpec& spec : knobSpecs()) {
     if (!spec.affectsPlan) continue;
     key.push(spec.type == FFPA_POLICY_TYPE_STRING ? policy.tunedConfigDirId() : policy.value(spec.knob));
+    if (policy.source(spec.knob) == FFPA_POLICY_SOURCE_DEFAULT) atDefault |= int64_t{1} << bit;
+    ++bit;
   }
+  key.push(atDefault);
   return key;
 }
 

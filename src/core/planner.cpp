@@ -11,7 +11,7 @@ namespace {
 
 Plan planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped) {
   Plan plan = variant.plan(request);
-  plan.kernel = variant.name;
+  if (plan.kernel.empty()) plan.kernel = variant.name;  // variants may name the exact instance
   plan.skipped = std::move(skipped);
   plan.workspaceBytes = plan.kernelWorkspaceBytes;
   if (request.policy.flag(FFPA_POLICY_SANITY_CHECK)) {

@@ -13,6 +13,7 @@ void* address(uintptr_t gib) { return reinterpret_cast<void*>(gib << 30); }
 
 TEST_CASE("workspace queries plan the reference path for any valid problem, fp32 included") {
   Handle h;
+  h.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);
   Attention attn(FFPA_CAUSAL_BOTTOM_RIGHT);
   for (const ffpaDataType_t dtype : {FFPA_DATA_TYPE_FLOAT16, FFPA_DATA_TYPE_BFLOAT16, FFPA_DATA_TYPE_FLOAT32}) {
     Problem p(dtype, 2, 8, 2, 100, 300, 576, 512);  // GQA, Nq != Nkv, Dqk != Dv
@@ -109,6 +110,7 @@ TEST_CASE("backward gradients must match their tensors") {
 
 TEST_CASE("execute checks pointers, overlaps and the workspace before it needs a device") {
   Handle h;
+  h.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);  // a plan with a workspace to check
   Attention attn;
   Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 64, 64, 128, 128);
   size_t need = 0;
@@ -170,6 +172,7 @@ TEST_CASE("execute checks pointers, overlaps and the workspace before it needs a
 
 TEST_CASE("the sanity check adds its scratch to the workspace; the chunk budget shrinks it") {
   Handle h;
+  h.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);
   Attention attn;
   Problem p(FFPA_DATA_TYPE_BFLOAT16, 2, 16, 4, 1024, 1024, 512, 512);
   size_t plain = 0, checked = 0, small = 0;
@@ -189,7 +192,7 @@ TEST_CASE("reduced-precision accumulators need fp16 and a fast kernel; the refer
   Attention attn;
   size_t bytes = 0;
   Problem bf16(FFPA_DATA_TYPE_BFLOAT16, 1, 2, 2, 64, 64, 512, 512);
-  Problem fp16(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 64, 64, 512, 512);
+  Problem fp16(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 64, 64, 520, 512);  // d_qk % 16 != 0: no fast kernel
   h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_F16);
   CHECK_FAILS_WITH(bf16.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION,
                    "FFPA_POLICY_ACCUMULATOR=f16 needs fp16 tensors", "bf16");
@@ -250,12 +253,19 @@ TEST_CASE("problems past 2^31 and 2^32 elements are planned with 64-bit sizes") 
   Handle h;
   Attention attn;
   Problem p(FFPA_DATA_TYPE_FLOAT16, 64, 64, 64, 32768, 32768, 128, 128);  // 2^34 elements per tensor
+  char text[1024];
+  // The fast kernel takes it (64-bit offsets; 512 row tiles x 4096 heads), with no workspace.
+  size_t fast = 1;
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &fast));
+  CHECK(fast == 0);
+  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, nullptr, text, sizeof text, nullptr));
+  CHECK(std::string(text).find("kernel: sm80.forward.f16.d128.acc_f32") != std::string::npos);
+  h.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);
   size_t forward = 0, backward = 0;
   REQUIRE_OK(p.forwardWorkspace(h, attn, &forward));
   REQUIRE_OK(p.backwardWorkspace(h, attn, &backward));
   CHECK(forward > (size_t{1} << 29));  // a full 512 MiB chunk of scratch and more
   CHECK(backward > (size_t{1} << 29));
-  char text[512];
   REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, nullptr, text, sizeof text, nullptr));
   CHECK(std::string(text).find("units=4096") != std::string::npos);
 }

@@ -128,7 +128,7 @@ TEST_CASE("many threads plan on one handle while its capacity and policies chang
       for (int i = 0; i < kLookups; ++i) {
         Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 16 + (i * 7 + t) % 16, 64, 64, 64);
         size_t bytes = 0;
-        if (p.forwardWorkspace(h, attn, &bytes) != FFPA_STATUS_SUCCESS || bytes == 0) ++failures;
+        if (p.forwardWorkspace(h, attn, &bytes) != FFPA_STATUS_SUCCESS) ++failures;
         ++total;
         if (t == 0 && i % 50 == 0) {  // one thread keeps changing a plan-relevant knob
           const int32_t value = (i / 50) % 2;
@@ -155,8 +155,8 @@ TEST_CASE("a plan explains itself: problem, kernel, config, workspace") {
   std::string text(length, '\0');
   REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, text.data(), length + 1, nullptr));
   CHECK(text.find("problem: forward bf16 B=1 Hq=8 Hkv=2 Nq=300") == 0);
-  CHECK(text.find("\nkernel: reference.cublaslt.forward\n") != std::string::npos);
-  CHECK(text.find("\nconfig: fp32 cuBLASLt GEMMs") != std::string::npos);
+  CHECK(text.find("\nkernel: sm80.forward.bf16.d512.acc_f32\n") != std::string::npos);
+  CHECK(text.find("\nconfig: Br=64 Bc=64 warps=4x2") != std::string::npos);
   size_t bytes = 0;
   REQUIRE_OK(p.forwardWorkspace(h, attn, &bytes));
   CHECK(text.find("\nworkspace: " + std::to_string(bytes) + " bytes\n") != std::string::npos);

@@ -1,0 +1,667 @@
+// The FFPA forward kernel for sm_80 and newer (mma.sync m16n8k16, ldmatrix, cp.async).
+//
+// One CTA computes O and LSE for Br = 16 * kRowWarps query rows of one (batch, head). For each
+// KV tile of Bc keys it runs a sequence of pipeline steps (see forward_params.h):
+//
+//   Q K^T steps:  S[Br, Bc] += Q[Br, 16 * w] K[Bc, 16 * w]^T   (w = qkPanelsPerStep panels)
+//   softmax:      online, in fp32, on the S registers; row maxima shared by the column warps
+//   P V steps:    O[Br, 16 * w per warp] += P[Br, Bc] V[Bc, 16 * w per warp]
+//
+// Shared memory holds only the panels of the steps in flight (independent of d), plus Q when it
+// is persisted. All tiles are stored as 16-column panels: row r of a panel is 32 bytes (two
+// 16-byte units), either swizzled (unit u at u ^ ((r / 4) & 1): the 8 rows an ldmatrix reads hit
+// distinct banks) or padded to 48 bytes.
+//
+// Fragment layouts: see common/ptx.cuh (lane = 4 * group + quad).
+#pragma once
+
+#include "common/element.cuh"
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm80/forward_params.h"
+
+#include <type_traits>
+
+namespace ffpa::kernels::sm80 {
+
+using ffpa::sm80::ForwardParams;
+using ffpa::sm80::ForwardShape;
+
+// Byte offset of 16-byte unit `unit` of row `row` of panel `panel` in a tile of `rows` rows.
+FFPA_DEVICE uint32_t panelOffset(int row, int panel, int unit, int rows, int rowBytes) {
+  const int swizzle = rowBytes == 32 ? (row >> 2) & 1 : 0;
+  return static_cast<uint32_t>((panel * rows + row) * rowBytes + ((unit ^ swizzle) << 4));
+}
+
+// cp.async.wait_group with a count known only at run time (at most 7 groups are ever pending).
+FFPA_DEVICE void copyAsyncWaitPending(int pending) {
+  switch (pending) {
+    case 0: copyAsyncWait<0>(); break;
+    case 1: copyAsyncWait<1>(); break;
+    case 2: copyAsyncWait<2>(); break;
+    case 3: copyAsyncWait<3>(); break;
+    case 4: copyAsyncWait<4>(); break;
+    case 5: copyAsyncWait<5>(); break;
+    case 6: copyAsyncWait<6>(); break;
+    default: copyAsyncWait<7>(); break;
+  }
+}
+
+// Copies rows [0, rows) x panels [0, panels) of a tile from global memory (row r at
+// global + r * rowStride, panel p at column columnOf(p); a negative column skips the panel)
+// into shared memory at `shared`. Rows at or past `validRows` and columns at or past
+// `validColumns` are zero-filled. Consecutive threads take consecutive 16-byte units of a row.
+template <class Element, class ColumnOf>
+FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int rows, int panels, const Element* global,
+                          int64_t rowStride, int validRows, int validColumns, ColumnOf columnOf,
+                          int threads) {
+  const int units = rows * panels * 2;
+  for (int index = threadIndex(); index < units; index += threads) {
+    const int unit = index & 1;
+    const int panel = (index >> 1) % panels;
+    const int row = (index >> 1) / panels;
+    const int column = columnOf(panel);
+    if (column < 0) continue;
+    const bool valid = row < validRows && column < validColumns;
+    const Element* source = valid ? global + row * rowStride + column + unit * 8 : global;
+    copyAsync16(shared + panelOffset(row, panel, unit, rows, rowBytes), source, valid);
+  }
+}
+
+template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
+          bool kVInRegisters>
+struct ForwardKernel {
+  using Element = typename Tag::Element;
+  static constexpr ForwardShape kShape = ffpa::sm80::forwardShape(kHeadDimV);
+  static constexpr int kRowWarps = kShape.rowWarps;
+  static constexpr int kColWarps = kShape.colWarps;
+  static constexpr int kThreads = kShape.threads();
+  static constexpr int kRows = kShape.rows();   // Br
+  static constexpr int kKeys = kShape.keys();   // Bc
+  static constexpr int kKeyTiles = kShape.keysPerWarp / 8;    // n8 tiles of S per warp
+  static constexpr int kKeySteps = kKeys / 16;                // k16 steps of P V
+  static constexpr int kOutPanels = kShape.warpColumns / 16;  // 16-column panels of O per warp
+  static constexpr int kOutTiles = kOutPanels * 2;            // n8 tiles of O per warp
+  // Q fragments in registers cover d_qk <= 128 (8 panels x 4 registers).
+  static constexpr int kQRegisterPanels = kQInRegisters ? 8 : 1;
+  static constexpr float kNegativeInfinity = -__builtin_huge_valf();
+
+  static_assert(kHeadDimV % 16 == 0 && kHeadDimV <= 1024, "d_v: a multiple of 16 up to 1024");
+  static_assert(kShape.keysPerWarp % 8 == 0 && kKeys % 16 == 0, "MMA tiles need Bc % 16 == 0");
+  static_assert(kKeyTiles == 1 || kKeyTiles % 2 == 0, "keys are loaded 16 at a time");
+  static_assert(kShape.warpColumns % 16 == 0 && kShape.warpColumns <= 256, "O: <= 128 registers");
+  static_assert(kThreads <= 512, "at most 16 warps");
+  static_assert(!(kQkF16 || kPvF16) || sizeof(Tag) == sizeof(HalfTag), "fp16 accumulation needs fp16");
+  static_assert(!kQInRegisters || kColWarps == 1, "Q fragments in registers: small d only");
+  static_assert(!kVInRegisters || kColWarps == 1, "V fragments in registers: small d only");
+
+  // Where the CTA works: its rows, its (batch, head), the warp's role.
+  struct Coordinates {
+    int firstRow;     // of the CTA
+    int warpRow;      // first row of the warp's row group, relative to the CTA
+    int rowGroup;
+    int colWarp;
+    int group;        // lane / 4
+    int quad;         // lane % 4
+    const Element* q;
+    const Element* k;
+    const Element* v;
+    Element* o;
+    float* lse;
+  };
+
+  static FFPA_DEVICE Coordinates locate(const ForwardParams& p) {
+    Coordinates c;
+    const int warp = threadIndex() / 32;
+    const int lane = threadIndex() % 32;
+    c.rowGroup = warp / kColWarps;
+    c.colWarp = warp % kColWarps;
+    c.group = lane / 4;
+    c.quad = lane % 4;
+    c.firstRow = blockIndexX() * kRows;
+    c.warpRow = c.rowGroup * 16;
+    int64_t batch, head;
+    if (p.gridDnhb) {
+      head = blockIndexY();
+      batch = blockIndexZ();
+    } else {
+      batch = blockIndexY() / p.headsQ;
+      head = blockIndexY() % p.headsQ;
+    }
+    const int64_t kvHead = head / p.groupSize;
+    c.q = static_cast<const Element*>(p.q) + batch * p.qStrides[0] + head * p.qStrides[1] +
+          int64_t(c.firstRow) * p.qStrides[2];
+    c.k = static_cast<const Element*>(p.k) + batch * p.kStrides[0] + kvHead * p.kStrides[1];
+    c.v = static_cast<const Element*>(p.v) + batch * p.vStrides[0] + kvHead * p.vStrides[1];
+    c.o = static_cast<Element*>(p.o) + batch * p.oStrides[0] + head * p.oStrides[1];
+    c.lse = p.lse ? p.lse + batch * p.lseStrides[0] + head * p.lseStrides[1] : nullptr;
+    return c;
+  }
+
+  // The cp.async step stream of one CTA, with the same state in every thread (all decisions are
+  // uniform). Step g is step g % stepsPerTile of KV tile g / stepsPerTile; Q K^T steps come first.
+  struct Pipeline {
+    const ForwardParams& p;
+    const Coordinates& c;
+    uint32_t shared;  // shared address of dynamic shared memory
+    int qkPanels;     // d_qk / 16
+    int qkSteps;
+    int vSteps;
+    int stepsPerTile;
+    int totalSteps;
+    int issued = 0;   // steps issued so far (one commit group each)
+
+    FFPA_DEVICE bool isQkStep(int step) const { return step % stepsPerTile < qkSteps; }
+    FFPA_DEVICE int phase(int step) const { return 2 * (step / stepsPerTile) + (isQkStep(step) ? 0 : 1); }
+
+    // Index of a step among the steps of its ring (Q/K steps or V steps).
+    FFPA_DEVICE int ringIndex(int step) const {
+      const int tile = step / stepsPerTile, inTile = step % stepsPerTile;
+      return inTile < qkSteps ? tile * qkSteps + inTile : tile * vSteps + inTile - qkSteps;
+    }
+    // Steps of `step`'s ring that come before step `consumer` (already consumed).
+    FFPA_DEVICE int ringConsumedBefore(int step, int consumer) const {
+      const int tile = consumer / stepsPerTile, inTile = consumer % stepsPerTile;
+      if (isQkStep(step)) return tile * qkSteps + (inTile < qkSteps ? inTile : qkSteps);
+      return tile * vSteps + (inTile < qkSteps ? 0 : inTile - qkSteps);
+    }
+    FFPA_DEVICE uint32_t slot(int step) const {
+      if (p.shareSmem) return shared + p.qkRingOffset + (step % p.stages) * p.qkSlotBytes;
+      const uint32_t index = ringIndex(step) % p.stages;
+      return isQkStep(step) ? shared + p.qkRingOffset + index * p.qkSlotBytes
+                            : shared + p.vRingOffset + index * p.vSlotBytes;
+    }
+
+    FFPA_DEVICE void issue(int step) {
+      const int tile = step / stepsPerTile, inTile = step % stepsPerTile;
+      const uint32_t base = slot(step);
+      const int firstKey = tile * kKeys;
+      if (inTile < qkSteps) {
+        const int firstPanel = inTile * p.qkPanelsPerStep;
+        const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
+        auto column = [=](int panel) { return (firstPanel + panel) * 16; };
+        if (!p.persistQ) {
+          copyTile(base, p.qRowBytes, kRows, panels, c.q, p.qStrides[2], p.seqQ - c.firstRow,
+                   p.headDimQk, column, kThreads);
+        }
+        copyTile(base + p.qkSlotKOffset, p.kRowBytes, kKeys, panels,
+                 c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], p.seqKv - firstKey,
+                 p.headDimQk, column, kThreads);
+      } else {
+        // Panel i of a V step: panel (i % w) of step s for column warp i / w.
+        const int w = p.vPanelsPerStep;
+        const int firstPanel = (inTile - qkSteps) * w;
+        auto column = [=](int panel) {
+          const int warpPanel = firstPanel + panel % w;
+          return warpPanel < kOutPanels ? (panel / w) * kShape.warpColumns + warpPanel * 16 : -1;
+        };
+        copyTile(base, p.vRowBytes, kKeys, kColWarps * w, c.v + int64_t(firstKey) * p.vStrides[2],
+                 p.vStrides[2], p.seqKv - firstKey, p.headDimV, column, kThreads);
+      }
+      copyAsyncCommit();
+      ++issued;
+    }
+
+    FFPA_DEVICE bool mayIssue(int step, int consumer) const {
+      if (step >= totalSteps) return false;
+      if (!p.prefetch && phase(step) != phase(consumer)) return false;
+      if (p.shareSmem) return step - consumer < p.stages;
+      return ringIndex(step) - ringConsumedBefore(step, consumer) < p.stages;
+    }
+
+    // Issues the first steps (and, before them, the persisted Q tile).
+    FFPA_DEVICE void start() {
+      if (p.persistQ) {
+        auto column = [](int panel) { return panel * 16; };
+        copyTile(shared + p.qPersistOffset, p.qRowBytes, kRows, qkPanels, c.q, p.qStrides[2],
+                 p.seqQ - c.firstRow, p.headDimQk, column, kThreads);
+        copyAsyncCommit();
+      }
+      while (mayIssue(issued, 0)) issue(issued);
+    }
+
+    // Makes step `step`'s panels visible to the whole CTA and refills the slots of earlier steps.
+    // Returns the shared address of the step's slot.
+    FFPA_DEVICE uint32_t acquire(int step) {
+      if (issued <= step) {
+        blockBarrier();  // nothing in flight for this step: its slot may still be read
+        issue(step);
+      }
+      copyAsyncWaitPending(issued - step - 1);
+      blockBarrier();
+      while (mayIssue(issued, step)) issue(issued);
+      return slot(step);
+    }
+  };
+
+  static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
+
+  // A: the 16x16 fragment of rows [row0, row0 + 16) of panel `panel` (ldmatrix.x4).
+  static FFPA_DEVICE void loadRowsA(uint32_t (&a)[4], uint32_t tile, int rows, int rowBytes, int row0,
+                                    int panel) {
+    const int lane = threadIndex() % 32;
+    const int row = row0 + lane % 8 + 8 * ((lane / 8) % 2);
+    loadMatrixX4(a, tile + panelOffset(row, panel, lane / 16, rows, rowBytes));
+  }
+
+  // B of Q K^T for 16 keys from key0 (two n8 tiles: {b[0], b[1]} and {b[2], b[3]}).
+  static FFPA_DEVICE void loadKeysB(uint32_t (&b)[4], uint32_t tile, int rowBytes, int key0, int panel) {
+    const int lane = threadIndex() % 32;
+    const int key = key0 + lane % 8 + 8 * (lane / 16);
+    loadMatrixX4(b, tile + panelOffset(key, panel, (lane / 8) % 2, kKeys, rowBytes));
+  }
+
+  // B of Q K^T for 8 keys from key0 (one n8 tile).
+  static FFPA_DEVICE void loadKeysB(uint32_t (&b)[2], uint32_t tile, int rowBytes, int key0, int panel) {
+    const int lane = threadIndex() % 32;
+    const int key = key0 + lane % 8;
+    loadMatrixX2(b, tile + panelOffset(key, panel, (lane / 8) % 2, kKeys, rowBytes));
+  }
+
+  // B of P V: keys [key0, key0 + 16) x the 16 columns of panel `panel` (two n8 tiles).
+  static FFPA_DEVICE void loadValuesB(uint32_t (&b)[4], uint32_t tile, int rowBytes, int key0, int panel) {
+    const int lane = threadIndex() % 32;
+    const int key = key0 + lane % 8 + 8 * ((lane / 8) % 2);
+    loadMatrixX4Trans(b, tile + panelOffset(key, panel, lane / 16, kKeys, rowBytes));
+  }
+
+  // Score accumulators: fp32, or fp16 pairs (c[0]: row g, c[1]: row g + 8).
+  struct Scores {
+    float f[kKeyTiles][4];
+    uint32_t h[kQkF16 ? kKeyTiles : 1][2];
+
+    FFPA_DEVICE void clear() {
+      for (int n = 0; n < kKeyTiles; ++n) {
+        for (int e = 0; e < 4; ++e) f[n][e] = 0.0f;
+        if constexpr (kQkF16) h[n][0] = h[n][1] = 0u;
+      }
+    }
+    FFPA_DEVICE void mma(int n, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+      if constexpr (kQkF16) {
+        mmaF16(h[n], a, b, h[n]);
+      } else {
+        mmaF32(f[n], a, b, f[n], Tag{});
+      }
+    }
+    // Makes f hold the scores whatever the accumulator.
+    FFPA_DEVICE void toFloat() {
+      if constexpr (kQkF16) {
+        for (int n = 0; n < kKeyTiles; ++n) {
+          const float2 top = unpackPair(h[n][0], HalfTag{});
+          const float2 bottom = unpackPair(h[n][1], HalfTag{});
+          f[n][0] = top.x;
+          f[n][1] = top.y;
+          f[n][2] = bottom.x;
+          f[n][3] = bottom.y;
+        }
+      }
+    }
+  };
+
+  // Q K^T of one panel for the warp's keys: S += Q[16 rows, panel] K[keys, panel]^T.
+  static FFPA_DEVICE void scorePanel(Scores& s, const uint32_t (&a)[4], uint32_t kTile, int kRowBytes,
+                                     int panel, int colWarp) {
+    const int key0 = colWarp * kShape.keysPerWarp;
+    if constexpr (kKeyTiles == 1) {
+      uint32_t b[2];
+      loadKeysB(b, kTile, kRowBytes, key0, panel);
+      s.mma(0, a, b);
+    } else if constexpr (kPipeKv) {
+      // Ping-pong: the fragments of the next 16 keys load while the current ones multiply.
+      uint32_t b[2][4];
+      loadKeysB(b[0], kTile, kRowBytes, key0, panel);
+#pragma unroll
+      for (int n = 0; n < kKeyTiles; n += 2) {
+        if (n + 2 < kKeyTiles) loadKeysB(b[(n / 2 + 1) % 2], kTile, kRowBytes, key0 + 8 * n + 16, panel);
+        const uint32_t(&cur)[4] = b[(n / 2) % 2];
+        s.mma(n, a, {cur[0], cur[1]});
+        s.mma(n + 1, a, {cur[2], cur[3]});
+      }
+    } else {
+#pragma unroll
+      for (int n = 0; n < kKeyTiles; n += 2) {
+        uint32_t b[4];
+        loadKeysB(b, kTile, kRowBytes, key0 + 8 * n, panel);
+        s.mma(n, a, {b[0], b[1]});
+        s.mma(n + 1, a, {b[2], b[3]});
+      }
+    }
+  }
+
+  // Output accumulators: fp32 (o[n][0..1] row g, [2..3] row g + 8) or fp16 pairs.
+  struct Output {
+    float f[kPvF16 ? 1 : kOutTiles][4];
+    uint32_t h[kPvF16 ? kOutTiles : 1][2];
+
+    FFPA_DEVICE void clear() {
+      for (int n = 0; n < kOutTiles; ++n) {
+        if constexpr (kPvF16) {
+          h[n][0] = h[n][1] = 0u;
+        } else {
+          for (int e = 0; e < 4; ++e) f[n][e] = 0.0f;
+        }
+      }
+    }
+    FFPA_DEVICE void rescale(float top, float bottom) {
+      for (int n = 0; n < kOutTiles; ++n) {
+        if constexpr (kPvF16) {
+          h[n][0] = scalePair(h[n][0], top);
+          h[n][1] = scalePair(h[n][1], bottom);
+        } else {
+          f[n][0] *= top;
+          f[n][1] *= top;
+          f[n][2] *= bottom;
+          f[n][3] *= bottom;
+        }
+      }
+    }
+    FFPA_DEVICE void mma(int n, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+      if constexpr (kPvF16) {
+        mmaF16(h[n], a, b, h[n]);
+      } else {
+        mmaF32(f[n], a, b, f[n], Tag{});
+      }
+    }
+    // (row g pair, row g + 8 pair) of tile n in fp32.
+    FFPA_DEVICE void get(int n, float (&out)[4]) const {
+      if constexpr (kPvF16) {
+        const float2 top = unpackPair(h[n][0], HalfTag{});
+        const float2 bottom = unpackPair(h[n][1], HalfTag{});
+        out[0] = top.x;
+        out[1] = top.y;
+        out[2] = bottom.x;
+        out[3] = bottom.y;
+      } else {
+        for (int e = 0; e < 4; ++e) out[e] = f[n][e];
+      }
+    }
+  };
+
+  // O += P V for output panel `panel` of the warp (V panel `vPanel` of the step's slot).
+  static FFPA_DEVICE void valuePanel(Output& o, const uint32_t (&pFrag)[kKeySteps][4], uint32_t vTile,
+                                     int vRowBytes, int vPanel, int panel) {
+    if constexpr (kVInRegisters) {
+      // All fragments of the panel first, then the MMAs back to back.
+      uint32_t b[kKeySteps][4];
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) loadValuesB(b[j], vTile, vRowBytes, 16 * j, vPanel);
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) {
+        o.mma(2 * panel, pFrag[j], {b[j][0], b[j][1]});
+        o.mma(2 * panel + 1, pFrag[j], {b[j][2], b[j][3]});
+      }
+    } else if constexpr (kPipeKv) {
+      uint32_t b[2][4];
+      loadValuesB(b[0], vTile, vRowBytes, 0, vPanel);
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) {
+        if (j + 1 < kKeySteps) loadValuesB(b[(j + 1) % 2], vTile, vRowBytes, 16 * (j + 1), vPanel);
+        o.mma(2 * panel, pFrag[j], {b[j % 2][0], b[j % 2][1]});
+        o.mma(2 * panel + 1, pFrag[j], {b[j % 2][2], b[j % 2][3]});
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) {
+        uint32_t b[4];
+        loadValuesB(b, vTile, vRowBytes, 16 * j, vPanel);
+        o.mma(2 * panel, pFrag[j], {b[0], b[1]});
+        o.mma(2 * panel + 1, pFrag[j], {b[2], b[3]});
+      }
+    }
+  }
+
+  // Running softmax statistics of the thread's two rows (g and g + 8), in the log2 domain.
+  struct RowStats {
+    float max[2] = {kNegativeInfinity, kNegativeInfinity};
+    float sum[2] = {0.0f, 0.0f};  // over the thread's own keys; reduced at the end
+  };
+
+  static FFPA_DEVICE float* statsBuffer(const ForwardParams& p) {
+    return reinterpret_cast<float*>(sharedMemory() + p.statsOffset);
+  }
+
+  // Masks, exponentiates and packs the scores of KV tile `tile` into P; rescales O.
+  static FFPA_DEVICE void softmax(const ForwardParams& p, const Coordinates& c, int tile, Scores& s,
+                                  RowStats& stats, Output& o, uint32_t (&pFrag)[kKeySteps][4]) {
+    s.toFloat();
+    const int firstKey = tile * kKeys + c.colWarp * kShape.keysPerWarp;
+    const bool masked = tile * kKeys + kKeys > p.seqKv ||
+                        (p.causal && tile * kKeys + kKeys - 1 > c.firstRow + p.causalOffset);
+    float tileMax[2] = {kNegativeInfinity, kNegativeInfinity};
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float value = s.f[n][e] * p.scaleLog2;
+        if (masked) {
+          const int key = firstKey + 8 * n + 2 * c.quad + (e & 1);
+          const int64_t row = c.firstRow + c.warpRow + c.group + 8 * (e >> 1);
+          const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
+          if (!visible) value = kNegativeInfinity;
+        }
+        s.f[n][e] = value;
+        tileMax[e >> 1] = value > tileMax[e >> 1] ? value : tileMax[e >> 1];
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      for (int mask = 1; mask <= 2; mask *= 2) {
+        const float other = shuffleXor(tileMax[half], mask);
+        tileMax[half] = other > tileMax[half] ? other : tileMax[half];
+      }
+    }
+    if constexpr (kColWarps > 1) {
+      // Row maxima of the column warps: buffer (tile % 2) x rowGroup x colWarp x 16 rows. Two
+      // buffers, because a warp may write tile t + 1's while another still reads tile t's.
+      float* buffer = statsBuffer(p) + ((tile % 2) * kRowWarps + c.rowGroup) * kColWarps * 16;
+      if (c.quad == 0) {
+        buffer[c.colWarp * 16 + c.group] = tileMax[0];
+        buffer[c.colWarp * 16 + c.group + 8] = tileMax[1];
+      }
+      namedBarrier(1 + c.rowGroup, 32 * kColWarps);
+#pragma unroll
+      for (int w = 0; w < kColWarps; ++w) {
+        const float top = buffer[w * 16 + c.group], bottom = buffer[w * 16 + c.group + 8];
+        tileMax[0] = top > tileMax[0] ? top : tileMax[0];
+        tileMax[1] = bottom > tileMax[1] ? bottom : tileMax[1];
+      }
+    }
+    float alpha[2], base[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float newMax = tileMax[half] > stats.max[half] ? tileMax[half] : stats.max[half];
+      // A row that has seen no visible key yet keeps max -inf; exponentiate against 0 so that
+      // its masked scores give exp2(-inf) = 0 and never -inf - -inf = NaN.
+      base[half] = newMax == kNegativeInfinity ? 0.0f : newMax;
+      alpha[half] = exp2Approx(stats.max[half] - base[half]);
+      stats.max[half] = newMax;
+      stats.sum[half] *= alpha[half];
+    }
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s.f[n][e] = exp2Approx(s.f[n][e] - base[e >> 1]);
+        stats.sum[e >> 1] += s.f[n][e];
+      }
+    }
+    o.rescale(alpha[0], alpha[1]);
+    using PackTag = std::conditional_t<kPvF16, HalfTag, Tag>;
+    if constexpr (kColWarps == 1) {
+      // The accumulator layout of two n8 tiles is the A layout of one k16 step.
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) {
+        pFrag[j][0] = packPair(s.f[2 * j][0], s.f[2 * j][1], PackTag{});
+        pFrag[j][1] = packPair(s.f[2 * j][2], s.f[2 * j][3], PackTag{});
+        pFrag[j][2] = packPair(s.f[2 * j + 1][0], s.f[2 * j + 1][1], PackTag{});
+        pFrag[j][3] = packPair(s.f[2 * j + 1][2], s.f[2 * j + 1][3], PackTag{});
+      }
+    } else {
+      // P of the row group: 16 rows x Bc keys as kKeySteps swizzled panels, buffer tile % 2.
+      const uint32_t pTile = p.pOffset + ((tile % 2) * kRowWarps + c.rowGroup) * 16 * kKeys * 2;
+#pragma unroll
+      for (int n = 0; n < kKeyTiles; ++n) {
+        const int key = c.colWarp * kShape.keysPerWarp + 8 * n + 2 * c.quad;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = c.group + 8 * half;
+          const uint32_t offset =
+              pTile + panelOffset(row, key / 16, (key % 16) / 8, 16, 32) + (key % 8) * 2;
+          *reinterpret_cast<uint32_t*>(sharedMemory() + offset) =
+              packPair(s.f[n][2 * half], s.f[n][2 * half + 1], PackTag{});
+        }
+      }
+      namedBarrier(1 + c.rowGroup, 32 * kColWarps);
+      const uint32_t pShared = sharedAddress(sharedMemory()) + pTile;
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) loadRowsA(pFrag[j], pShared, 16, 32, 0, j);
+    }
+  }
+
+  // Divides O by the row sums and stores O (and LSE) of the warp's rows and columns.
+  static FFPA_DEVICE void finish(const ForwardParams& p, const Coordinates& c, RowStats& stats,
+                                 const Output& o) {
+    float sum[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      sum[half] = stats.sum[half];
+      sum[half] += shuffleXor(sum[half], 1);
+      sum[half] += shuffleXor(sum[half], 2);
+    }
+    if constexpr (kColWarps > 1) {
+      float* buffer = statsBuffer(p) + (2 * kRowWarps + c.rowGroup) * kColWarps * 16;
+      if (c.quad == 0) {
+        buffer[c.colWarp * 16 + c.group] = sum[0];
+        buffer[c.colWarp * 16 + c.group + 8] = sum[1];
+      }
+      namedBarrier(1 + c.rowGroup, 32 * kColWarps);
+      sum[0] = sum[1] = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kColWarps; ++w) {
+        sum[0] += buffer[w * 16 + c.group];
+        sum[1] += buffer[w * 16 + c.group + 8];
+      }
+    }
+    constexpr float kLn2 = 0.693147180559945309f;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = c.firstRow + c.warpRow + c.group + 8 * half;
+      if (row >= p.seqQ) continue;
+      // A row that saw no key (causal, bottom-right, more queries than keys): O = 0, LSE = -inf.
+      const float scale = sum[half] > 0.0f ? 1.0f / sum[half] : 0.0f;
+      Element* out = c.o + int64_t(row) * p.oStrides[2];
+#pragma unroll
+      for (int n = 0; n < kOutTiles; ++n) {
+        const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
+        float values[4];
+        o.get(n, values);
+        if (column < p.headDimV) {
+          storeGlobal32(out + column, packPair(values[2 * half] * scale, values[2 * half + 1] * scale, Tag{}));
+        }
+      }
+      if (c.lse && c.colWarp == 0 && c.quad == 0) {
+        const float lse = sum[half] > 0.0f ? (stats.max[half] + log2Approx(sum[half])) * kLn2
+                                           : kNegativeInfinity;
+        storeGlobalF32(c.lse + int64_t(row) * p.lseStrides[2], lse);
+      }
+    }
+  }
+
+  // The number of KV tiles the CTA's rows see (0 when the causal mask hides every key).
+  static FFPA_DEVICE int visibleTiles(const ForwardParams& p, const Coordinates& c) {
+    int tiles = (p.seqKv + kKeys - 1) / kKeys;
+    if (p.causal) {
+      const int64_t lastKey = int64_t(min2(c.firstRow + kRows, p.seqQ) - 1) + p.causalOffset;
+      if (lastKey < 0) return 0;
+      const int64_t causalTiles = lastKey / kKeys + 1;
+      if (causalTiles < tiles) tiles = static_cast<int>(causalTiles);
+    }
+    return tiles;
+  }
+
+  static FFPA_DEVICE void run(const ForwardParams& p) {
+    const Coordinates c = locate(p);
+    Pipeline pipe{p, c, sharedAddress(sharedMemory())};
+    pipe.qkPanels = p.headDimQk / 16;
+    pipe.qkSteps = (pipe.qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
+    pipe.vSteps = (kOutPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
+    pipe.stepsPerTile = pipe.qkSteps + pipe.vSteps;
+    const int tiles = visibleTiles(p, c);
+    pipe.totalSteps = tiles * pipe.stepsPerTile;
+
+    RowStats stats;
+    Output o;
+    o.clear();
+    [[maybe_unused]] uint32_t qFrag[kQRegisterPanels][4];
+    if (tiles > 0) {
+      pipe.start();
+      if constexpr (kQInRegisters) {
+        // The persisted Q tile is the first commit group: wait for it alone, then keep the
+        // warp's fragments of all of d_qk in registers.
+        copyAsyncWaitPending(pipe.issued - 1);
+        blockBarrier();
+#pragma unroll
+        for (int panel = 0; panel < kQRegisterPanels; ++panel) {
+          if (panel < pipe.qkPanels) {
+            loadRowsA(qFrag[panel], pipe.shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, panel);
+          }
+        }
+      }
+    }
+
+    int step = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+      Scores s;
+      s.clear();
+      if constexpr (kQInRegisters) {
+        uint32_t slot = 0;
+#pragma unroll
+        for (int panel = 0; panel < kQRegisterPanels; ++panel) {
+          if (panel < pipe.qkPanels) {
+            if (panel % p.qkPanelsPerStep == 0) slot = pipe.acquire(step++);
+            scorePanel(s, qFrag[panel], slot + p.qkSlotKOffset, p.kRowBytes,
+                       panel % p.qkPanelsPerStep, c.colWarp);
+          }
+        }
+      } else {
+        for (int qkStep = 0; qkStep < pipe.qkSteps; ++qkStep) {
+          const uint32_t slot = pipe.acquire(step++);
+          const int firstPanel = qkStep * p.qkPanelsPerStep;
+          const int panels = min2(p.qkPanelsPerStep, pipe.qkPanels - firstPanel);
+          for (int panel = 0; panel < panels; ++panel) {
+            uint32_t a[4];
+            if (p.persistQ) {
+              loadRowsA(a, pipe.shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, firstPanel + panel);
+            } else {
+              loadRowsA(a, slot, kRows, p.qRowBytes, c.warpRow, panel);
+            }
+            scorePanel(s, a, slot + p.qkSlotKOffset, p.kRowBytes, panel, c.colWarp);
+          }
+        }
+      }
+
+      uint32_t pFrag[kKeySteps][4];
+      softmax(p, c, tile, s, stats, o, pFrag);
+
+      uint32_t slot = 0;
+#pragma unroll
+      for (int panel = 0; panel < kOutPanels; ++panel) {
+        const int inStep = panel % p.vPanelsPerStep;
+        if (inStep == 0) slot = pipe.acquire(step++);
+        valuePanel(o, pFrag, slot, p.vRowBytes, c.colWarp * p.vPanelsPerStep + inStep, panel);
+      }
+    }
+    finish(p, c, stats, o);
+  }
+};
+
+// The kernel entry point of an instance.
+template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
+          bool kVInRegisters>
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::forwardShape(kHeadDimV).threads(),
+                                    ffpa::sm80::forwardShape(kHeadDimV).threads() <= 128 ? 2 : 1)
+    forwardKernel(const FFPA_GRID_CONSTANT ForwardParams params) {
+  ForwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv, kQInRegisters, kVInRegisters>::run(params);
+}
+
+}  // namespace ffpa::kernels::sm80

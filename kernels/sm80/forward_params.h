@@ -1,0 +1,167 @@
+// What the host and the sm80 forward kernel agree on: the tile shape of an instance, the launch
+// parameters, and the shared-memory layout. Plain C++ (no CUDA), so that the planner, the kernel
+// and the CPU warp emulator compute the layout with the same code.
+//
+// The kernel splits a CTA's warps into kRowWarps row groups of 16 query rows and kColWarps column
+// warps per group. Column warp c of a group
+//   - computes S = Q K^T for its keysPerWarp keys of the KV tile (over the whole d_qk, 16 columns
+//     at a time),
+//   - shares its row maxima (and, for kColWarps > 1, its part of P) with the group through shared
+//     memory,
+//   - computes O[:, c * warpColumns .. +warpColumns] = P V for all keys of the tile,
+// so a thread keeps warpColumns / 2 fp32 O values (at most 128) whatever d_v is.
+#pragma once
+
+#include <cstdint>
+
+namespace ffpa::sm80 {
+
+struct ForwardShape {
+  int rowWarps;     // row groups of 16 query rows: Br = 16 * rowWarps
+  int colWarps;     // warps sharing a row group, each with its own keys and output columns
+  int keysPerWarp;  // keys of a KV tile each column warp scores: Bc = colWarps * keysPerWarp
+  int warpColumns;  // output columns of each column warp: d_v <= colWarps * warpColumns
+
+  constexpr int threads() const { return 32 * rowWarps * colWarps; }
+  constexpr int rows() const { return 16 * rowWarps; }
+  constexpr int keys() const { return colWarps * keysPerWarp; }
+  constexpr int maxHeadDimV() const { return colWarps * warpColumns; }
+};
+
+constexpr int roundUp16(int value) { return (value + 15) / 16 * 16; }
+
+// The shape of the instance compiled for value head dim `headDimV` (a multiple of 16, <= 1024).
+// Up to d_v = 128 one warp owns all columns (FlashAttention-2's split-Q, P stays in registers);
+// beyond, the columns are split so that a warp keeps at most 256 columns (128 fp32 registers) with
+// 256 threads per CTA, where a thread may use up to 255 registers. (16 warps would cap threads at
+// 128 registers, which O, P and the fragments of a 128-column warp exceed.)
+constexpr ForwardShape forwardShape(int headDimV) {
+  if (headDimV <= 128) return {4, 1, 64, roundUp16(headDimV)};
+  if (headDimV <= 512) return {4, 2, 32, roundUp16((headDimV + 1) / 2)};
+  return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
+}
+
+// Launch parameters, passed by value. Strides are in elements, in [batch, head, row] order (the
+// head-dim stride is 1). Shared-memory offsets are bytes from the start of dynamic shared memory.
+struct ForwardParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;  // may be null
+  int64_t qStrides[3];
+  int64_t kStrides[3];
+  int64_t vStrides[3];
+  int64_t oStrides[3];
+  int64_t lseStrides[3];
+  int32_t batch;
+  int32_t headsQ;
+  int32_t groupSize;  // query heads per KV head
+  int32_t seqQ;
+  int32_t seqKv;
+  int32_t headDimQk;  // a multiple of 16
+  int32_t headDimV;   // a multiple of 16, <= the instance's maxHeadDimV()
+  int32_t causal;     // query i sees key j iff j <= i + causalOffset
+  int64_t causalOffset;
+  float scaleLog2;    // softmax scale * log2(e): scores are kept in the log2 domain
+  int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
+
+  // The cp.async pipeline: every KV tile is a run of steps, first the Q K^T steps (each brings
+  // qkPanelsPerStep 16-column panels of K, and of Q unless Q is persisted), then the P V steps
+  // (each brings vPanelsPerStep panels of V per column warp).
+  int32_t stages;          // slots per ring, 1..4
+  int32_t qkPanelsPerStep;
+  int32_t vPanelsPerStep;
+  int32_t prefetch;        // issue steps of the next phase while the current one computes
+  int32_t shareSmem;       // one ring for Q/K and V steps instead of one ring each
+  int32_t persistQ;        // the Q tile is loaded once into shared memory (d_qk <= 320)
+  int32_t qRowBytes;       // 32: swizzled panel rows; 48: padded panel rows
+  int32_t kRowBytes;
+  int32_t vRowBytes;
+
+  // The shared-memory layout (see forwardLayout()).
+  uint32_t qPersistOffset;
+  uint32_t qkRingOffset;
+  uint32_t vRingOffset;
+  uint32_t qkSlotBytes;
+  uint32_t vSlotBytes;
+  uint32_t qkSlotKOffset;  // where K starts inside a Q/K slot
+  uint32_t pOffset;        // P of each row group, two buffers (kColWarps > 1)
+  uint32_t statsOffset;    // row maxima (two buffers) and row sums exchanged by column warps
+  uint32_t sharedBytes;
+};
+
+// The knobs that decide the pipeline and layout, after the planner resolved them.
+struct PipelineChoice {
+  int stages = 2;
+  int qkPanelsPerStep = 0;  // 0: the default for the shape
+  int vPanelsPerStep = 0;
+  bool prefetch = true;
+  bool shareSmem = false;
+  bool persistQ = false;
+  bool persistKv = false;   // whole K and V tiles per step (coarse tiling; d <= 256)
+  bool swizzleQ = true;
+  bool swizzleK = true;
+  bool swizzleV = true;
+};
+
+constexpr uint32_t alignUp(uint64_t bytes, uint64_t alignment) {
+  return static_cast<uint32_t>((bytes + alignment - 1) / alignment * alignment);
+}
+
+// Fills the pipeline and layout fields of `p` (headDimQk and headDimV must be set) and returns the
+// dynamic shared memory it needs.
+inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& choice, ForwardParams& p) {
+  const int qkPanels = p.headDimQk / 16;
+  const int warpPanels = shape.warpColumns / 16;
+  const int keyTiles = shape.keysPerWarp / 8;  // m16n8 MMAs per warp per Q K^T panel
+  p.stages = choice.stages;
+  if (choice.persistKv) {
+    p.qkPanelsPerStep = qkPanels;
+    p.vPanelsPerStep = warpPanels;
+  } else {
+    // About 16 MMAs per warp between two block barriers by default.
+    const int qkDefault = 16 / keyTiles < 8 ? 16 / keyTiles : 8;
+    p.qkPanelsPerStep = choice.qkPanelsPerStep > 0 ? choice.qkPanelsPerStep : qkDefault;
+    p.vPanelsPerStep = choice.vPanelsPerStep > 0 ? choice.vPanelsPerStep : 2;
+    if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;
+    if (p.vPanelsPerStep > warpPanels) p.vPanelsPerStep = warpPanels;
+  }
+  p.prefetch = choice.prefetch;
+  p.shareSmem = choice.shareSmem;
+  p.persistQ = choice.persistQ;
+  p.qRowBytes = choice.swizzleQ ? 32 : 48;
+  p.kRowBytes = choice.swizzleK ? 32 : 48;
+  p.vRowBytes = choice.swizzleV ? 32 : 48;
+
+  const uint64_t qStepBytes =
+      choice.persistQ ? 0 : uint64_t(shape.rows()) * p.qkPanelsPerStep * p.qRowBytes;
+  const uint64_t kStepBytes = uint64_t(shape.keys()) * p.qkPanelsPerStep * p.kRowBytes;
+  const uint64_t vStepBytes =
+      uint64_t(shape.keys()) * shape.colWarps * p.vPanelsPerStep * p.vRowBytes;
+  p.qkSlotKOffset = alignUp(qStepBytes, 128);
+  uint32_t qkSlot = alignUp(p.qkSlotKOffset + kStepBytes, 128);
+  uint32_t vSlot = alignUp(vStepBytes, 128);
+  if (choice.shareSmem) qkSlot = vSlot = qkSlot > vSlot ? qkSlot : vSlot;
+  p.qkSlotBytes = qkSlot;
+  p.vSlotBytes = vSlot;
+
+  uint32_t offset = 0;
+  p.qPersistOffset = offset;
+  // Q for the whole of d_qk: the persisted tile (which is also where Q fragments come from when
+  // they are kept in registers).
+  if (choice.persistQ) offset += alignUp(uint64_t(shape.rows()) * qkPanels * p.qRowBytes, 128);
+  p.qkRingOffset = offset;
+  offset += qkSlot * p.stages;
+  p.vRingOffset = choice.shareSmem ? p.qkRingOffset : offset;
+  if (!choice.shareSmem) offset += vSlot * p.stages;
+  p.pOffset = offset;
+  if (shape.colWarps > 1) offset += 2u * shape.rowWarps * 16 * shape.keys() * 2;
+  p.statsOffset = offset;
+  // Row maxima: 2 buffers x rowWarps x colWarps x 16 rows; row sums: rowWarps x colWarps x 16.
+  offset += 3u * shape.rowWarps * shape.colWarps * 16 * 4;
+  p.sharedBytes = alignUp(offset, 128);
+  return p.sharedBytes;
+}
+
+}  // namespace ffpa::sm80

@@ -1,0 +1,82 @@
+// ffpa-bench's command line: defaults that reproduce seed 000's tables, ranges, and a clear
+// message naming the option for every bad value.
+#include "bench_options.h"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+using namespace ffpa_bench;
+
+namespace {
+
+std::string errorOf(const std::vector<std::string>& args) {
+  try {
+    parseOptions(args);
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("defaults are the seed's table: B=1, H=48, N=8192, D=320..1024 step 64, fp16") {
+  const Options o = parseOptions({});
+  CHECK(o.batch == 1);
+  CHECK(o.heads == 48);
+  CHECK(o.headsKv == 48);
+  CHECK(o.seqQ == 8192);
+  CHECK(o.seqKv == 8192);
+  REQUIRE(o.headDims.size() == 12);
+  CHECK(o.headDims.front() == 320);
+  CHECK(o.headDims.back() == 1024);
+  CHECK(o.dtypes == std::vector<ffpaDataType_t>{FFPA_DATA_TYPE_FLOAT16});
+  CHECK(o.accumulators.empty());
+  CHECK(o.format == Format::text);
+}
+
+TEST_CASE("head dims as lists and ranges") {
+  CHECK(parseHeadDims("64,128") == std::vector<int64_t>{64, 128});
+  CHECK(parseHeadDims("64,320:448:64") == std::vector<int64_t>{64, 320, 384, 448});
+  CHECK(parseHeadDims("512:512:1") == std::vector<int64_t>{512});
+}
+
+TEST_CASE("every option is parsed into its field") {
+  const Options o = parseOptions({"--B", "2", "--H", "32", "--Hkv", "8", "--N", "4096", "--Nkv", "1024", "--D", "576",
+                                  "--Dv", "512", "--dtype", "f16,bf16", "--acc", "f32,f16", "--causal", "bottom-right",
+                                  "--layout", "bnhd", "--warmup", "1", "--iters", "5", "--rotate", "3", "--policy",
+                                  "FFPA_POLICY_STAGES=2", "--reference", "--check", "--bwd", "--markdown", "--output",
+                                  "out.md"});
+  CHECK(o.batch == 2);
+  CHECK(o.headsKv == 8);
+  CHECK(o.seqKv == 1024);
+  CHECK(o.headDimV == 512);
+  CHECK(o.dtypes.size() == 2);
+  CHECK(o.accumulators == std::vector<ffpaAccumulator_t>{FFPA_ACCUMULATOR_F32, FFPA_ACCUMULATOR_F16});
+  CHECK(o.causal == FFPA_CAUSAL_BOTTOM_RIGHT);
+  CHECK(o.bnhd);
+  CHECK(o.iters == 5);
+  CHECK(o.rotate == 3);
+  REQUIRE(o.policies.size() == 1);
+  CHECK(o.policies[0].first == "FFPA_POLICY_STAGES");
+  CHECK(o.policies[0].second == "2");
+  CHECK((o.reference && o.check && o.backward));
+  CHECK(o.format == Format::markdown);
+  CHECK(o.output == "out.md");
+  CHECK(parseOptions({"--csv"}).format == Format::csv);
+}
+
+TEST_CASE("bad values name the option and what it accepts") {
+  CHECK(errorOf({"--D", "2000"}).find("--D: \"2000\" is not valid; allowed: an integer from 1 to 1024") == 0);
+  CHECK(errorOf({"--D", "512:320:64"}).find("first <= last") != std::string::npos);
+  CHECK(errorOf({"--dtype", "fp8"}).find("--dtype: \"fp8\"") == 0);
+  CHECK(errorOf({"--acc", "f64"}).find("f32, qk_f16, pv_f16, f16") != std::string::npos);
+  CHECK(errorOf({"--causal", "left"}).find("none, top-left, bottom-right") != std::string::npos);
+  CHECK(errorOf({"--H", "48", "--Hkv", "5"}).find("a divisor of --H") != std::string::npos);
+  CHECK(errorOf({"--iters", "0"}).find("--iters") == 0);
+  CHECK(errorOf({"--policy", "STAGES"}).find("NAME=VALUE") != std::string::npos);
+  CHECK(errorOf({"--B"}).find("--B needs a value") == 0);
+  CHECK(errorOf({"--frobnicate"}).find("unknown option \"--frobnicate\"") == 0);
+}

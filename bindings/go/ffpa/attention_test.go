@@ -44,6 +44,10 @@ func TestTensorValidationErrors(t *testing.T) {
 
 func TestWorkspaceSizesAndPlans(t *testing.T) {
 	h := describedHandle(t)
+	// The reference path: the one that needs a workspace.
+	if err := h.SetPolicyBool(KnobReferenceBackend, true); err != nil {
+		t.Fatal(err)
+	}
 	p := forwardProblem(Float16, 1, 8, 8, 128, 128, 128)
 	n, err := h.ForwardWorkspaceSize(p)
 	if err != nil || n <= 0 {
@@ -113,6 +117,10 @@ func TestProblemErrors(t *testing.T) {
 
 func TestExecuteOnDescribedDeviceChecksArgumentsFirst(t *testing.T) {
 	h := describedHandle(t)
+	// The reference path: the one that needs a workspace.
+	if err := h.SetPolicyBool(KnobReferenceBackend, true); err != nil {
+		t.Fatal(err)
+	}
 	p := forwardProblem(Float16, 1, 2, 2, 32, 32, 64)
 	n, err := h.ForwardWorkspaceSize(p)
 	if err != nil {

@@ -21,6 +21,7 @@ def qkv(layout="bhnd", b=1, hq=8, hkv=2, nq=64, nkv=96, dqk=128, dv=64, typestr=
 
 @pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
 def test_forward_passes_every_argument(fake_backend, described, layout):
+    described.set_policy(ffpa.Knob.REFERENCE_BACKEND, True)  # the path that needs a workspace
     messages = []
     described.set_policy("log_level", "info")  # the plan line shows the problem the library saw
     ffpa.set_log_callback(lambda level, message: messages.append(message))
@@ -53,6 +54,7 @@ def test_forward_reports_argument_errors(fake_backend, described):
 
 
 def test_forward_uses_the_given_output_and_stream(fake_backend, described):
+    described.set_policy(ffpa.Knob.REFERENCE_BACKEND, True)  # the path that needs a workspace
     q, k, v = qkv()
     out = FakeArray((1, 8, 64, 64))
     with pytest.raises(ffpa.NotInitializedError):

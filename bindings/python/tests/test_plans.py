@@ -15,6 +15,7 @@ def forward_problem(b=1, hq=8, hkv=8, nq=128, nkv=128, d=128, dtype=F16):
 
 
 def test_forward_workspace_and_plan(described):
+    described.set_policy(ffpa.Knob.REFERENCE_BACKEND, True)  # the path that needs a workspace
     attn = ffpa.AttentionDesc(causal=True)
     problem = forward_problem()
     size = described.forward_workspace_size(attn, *problem)
@@ -65,6 +66,7 @@ def test_head_dimension_limit(described):
 
 
 def test_execution_on_a_described_device_checks_arguments_first(described):
+    described.set_policy(ffpa.Knob.REFERENCE_BACKEND, True)  # the path that needs a workspace
     attn = ffpa.AttentionDesc()
     q, k, v, o, lse = forward_problem()
     size = described.forward_workspace_size(attn, q, k, v, o, lse)

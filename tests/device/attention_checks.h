@@ -43,6 +43,15 @@ void check_close(const std::string& context, const std::string& name,
                  const ffpa_tools::HostTensor& actual, const std::vector<double>& expected,
                  ffpa_tools::Pass pass, double rounding_baseline);
 
+// The parts of check_forward_outputs() that need no tolerance, for checks with their own:
+// CHECKs that the downloaded O of every query that sees no key is exactly 0 (and its LSE -inf
+// when `with_lse`),
+void check_masked_rows(const std::string& context, const ffpa_tools::DeviceProblem& problem,
+                       bool with_lse);
+// and that the gaps of the O (and LSE) layouts still hold the poison written before the call.
+void check_forward_gaps(const std::string& context, const ffpa_tools::DeviceProblem& problem,
+                        bool with_lse);
+
 // CHECKs the downloaded O (and LSE when `with_lse`) of `problem` against float64 attention:
 // tolerance; fully masked rows with O exactly 0 and LSE -inf; gaps untouched.
 void check_forward_outputs(const std::string& context, const ffpa_tools::DeviceProblem& problem,

@@ -1,204 +1,755 @@
-// The sm80 forward kernels on a GPU: the shape matrix of head dims (with d_qk != d_v), tails,
-// both causal alignments, MHA/GQA/MQA, both layouts, both dtypes and every accumulator mode, each
-// against float64 attention and against the cuBLASLt reference on the same inputs; every knob
-// setting the planner accepts; repeatability.
+// The sm80 forward kernels on a GPU, through the public API. The default policy must plan an
+// "sm80.forward" kernel wherever one applies; its results are measured against float64 attention,
+// with the cuBLASLt reference path on the same inputs as the yardstick of what 16-bit inputs allow:
+//   - a covering design over head dims 32-1024 (and d_qk != d_v), sequence tails, both causal
+//     alignments, MHA/GQA/MQA, packed and padded layouts, both dtypes and every fp16 accumulator;
+//   - every value of every kernel knob: a setting is either refused with a message that names
+//     the knob, or computes attention as accurately as the default;
+//   - bit-identical repeats;
+//   - element offsets past 2^31, checked on sampled rows.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "attention_checks.h"
+#include "common/half_precision.h"
+#include "common/random.h"
 
 using namespace ffpa_tools;
 using namespace device_tests;
 
 namespace {
 
-// The "kernel: ..." line of the forward plan of `problem` on `handle`.
-std::string planned_kernel(const Handle& handle, const DeviceProblem& problem) {
-  size_t length = 0;
-  check(ffpaDescribeAttentionForwardPlan(handle.get(), problem.attention.get(), problem.q.desc.get(),
-                                         problem.k.desc.get(), problem.v.desc.get(), problem.o.desc.get(),
-                                         problem.lse.desc.get(), nullptr, 0, &length),
-        "ffpaDescribeAttentionForwardPlan");
-  std::string text(length, '\0');
-  check(ffpaDescribeAttentionForwardPlan(handle.get(), problem.attention.get(), problem.q.desc.get(),
-                                         problem.k.desc.get(), problem.v.desc.get(), problem.o.desc.get(),
-                                         problem.lse.desc.get(), text.data(), length + 1, nullptr),
-        "ffpaDescribeAttentionForwardPlan");
-  const size_t start = text.find("\nkernel: ") + 9;
-  return text.substr(start, text.find('\n', start) - start);
-}
+// --- Plans and builds ----------------------------------------------------------------------------
 
-// fp16 accumulators round every partial sum to 11 bits: Q K^T sums of d_qk products and the
-// unnormalized O. Their own bound (relative L2 against float64), and for LSE an absolute one.
-constexpr double kHalfAccumulatorBound = 2e-2;
-constexpr double kHalfAccumulatorLseBound = 2e-2;
+constexpr const char* kFastKernelPrefix = "sm80.forward";
 
-// The fast kernel's O against the reference path's O on the same inputs: both are within their
-// float64 bound already; this catches a kernel that is wrong in a way float64 cannot see (e.g.
-// both wrong the same way is impossible: the reference has its own tests).
-void check_against_reference(const std::string& context, const HostTensor& fast, const HostTensor& reference,
-                             double bound) {
-  const ErrorStats error = compare(fast, reference);
-  CHECK_MESSAGE(error.rel_l2 <= bound, context << ": fast vs reference path: " << error.to_string());
-}
-
-// Runs the problem on `fast` (which must plan an sm80.forward instance), checks it against
-// float64 (with the standard criterion for fp32 accumulation, the fp16-accumulator bound
-// otherwise), and against the reference path's O on the same inputs.
-void check_case(const Handle& fast, const Handle& reference, Workspace& workspace, const TestCase& test,
-                bool halfAccumulator) {
-  const std::string context = test.to_string() + (halfAccumulator ? " [fp16 accumulator]" : "");
-  INFO(context);
-  DeviceProblem problem(test.config);
-  problem.fill_inputs(test.start);
-  const std::string kernel = planned_kernel(fast, problem);
-  CHECK_MESSAGE(kernel.rfind("sm80.forward.", 0) == 0, context << ": planned " << kernel);
-
-  problem.forward(reference, workspace, test.with_lse);
-  const HostTensor reference_o = problem.o.host;
-  problem.forward(fast, workspace, test.with_lse);  // poisons O and LSE first
-  if (!halfAccumulator) {
-    check_forward_outputs(context + " " + kernel, problem, test.with_lse);
-    check_against_reference(context, problem.o.host, reference_o,
-                            allowed_relative_error(test.config.dtype, Pass::forward, 0.0) + 2e-2);
-    return;
-  }
-  const CpuForward expected = cpu_forward(problem);
-  const ErrorStats error = compare(problem.o.host.to_dense(), expected.o);
-  CHECK_MESSAGE(error.rel_l2 <= kHalfAccumulatorBound, context << " " << kernel << ": O vs float64: "
-                                                               << error.to_string());
-  CHECK_MESSAGE(!std::isnan(error.rel_l2), context << ": NaN in O");
-  if (test.with_lse) {
-    const ErrorStats lse = compare(problem.lse.host.to_dense(), expected.lse);
-    CHECK_MESSAGE(lse.max_abs <= kHalfAccumulatorLseBound, context << ": LSE vs float64: " << lse.to_string());
-  }
-}
-
-struct Shape {
-  int64_t dqk, dv;
+// The descriptors of one forward call; `lse` is null when the LSE is not wanted.
+struct ForwardDescriptors {
+  ffpaAttentionDescriptor_t attention;
+  ffpaTensorDescriptor_t q, k, v, o, lse;
 };
 
-// The head dims of the matrix, (576, 512) included.
-const std::vector<Shape>& head_dims() {
-  static const std::vector<Shape> dims = {{32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320},
-                                          {384, 384}, {448, 448}, {512, 512}, {576, 576}, {640, 640},
-                                          {768, 768}, {1024, 1024}, {576, 512}};
+ForwardDescriptors descriptors_of(const DeviceProblem& problem, bool with_lse) {
+  return {problem.attention.get(), problem.q.desc.get(),
+          problem.k.desc.get(),    problem.v.desc.get(),
+          problem.o.desc.get(),    with_lse ? problem.lse.desc.get() : nullptr};
+}
+
+// The value of the "`item`: value" line of a plan description, "" when there is none.
+std::string plan_item(const std::string& text, const std::string& item) {
+  const std::string key = item + ": ";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, key.size(), key) == 0) return line.substr(key.size());
+  }
+  return "";
+}
+
+// The kernel the forward plan of `d` on `handle` uses.
+std::string planned_kernel(const Handle& handle, const ForwardDescriptors& d) {
+  size_t length = 0;
+  check(ffpaDescribeAttentionForwardPlan(handle.get(), d.attention, d.q, d.k, d.v, d.o, d.lse,
+                                         nullptr, 0, &length),
+        "ffpaDescribeAttentionForwardPlan");
+  std::vector<char> text(length + 1);
+  check(ffpaDescribeAttentionForwardPlan(handle.get(), d.attention, d.q, d.k, d.v, d.o, d.lse,
+                                         text.data(), text.size(), nullptr),
+        "ffpaDescribeAttentionForwardPlan");
+  return plan_item(text.data(), "kernel");
+}
+
+bool is_fast_kernel(const std::string& kernel) {
+  return kernel.rfind(kFastKernelPrefix, 0) == 0;
+}
+
+// CHECKs that `kernel` is a fast one; false (after the failed CHECK) when it is not.
+bool check_fast_kernel(const std::string& context, const std::string& kernel) {
+  CHECK_MESSAGE(is_fast_kernel(kernel),
+                context << ": planned " << kernel << ", not an " << kFastKernelPrefix << " kernel");
+  return is_fast_kernel(kernel);
+}
+
+// The head dims this build compiles fast kernels for, read from ffpaGetBuildInfo()
+// ("...; head dims 128,256,320; ..."); empty when the text has no such list.
+std::vector<int64_t> compiled_head_dims() {
+  const std::string info = ffpaGetBuildInfo();
+  const std::string key = "head dims ";
+  std::vector<int64_t> dims;
+  const size_t start = info.find(key);
+  if (start == std::string::npos) return dims;
+  std::istringstream list(
+      info.substr(start + key.size(), info.find(';', start) - start - key.size()));
+  for (std::string item; std::getline(list, item, ',');) {
+    std::istringstream number(item);
+    int64_t dim = 0;
+    if (number >> dim) dims.push_back(dim);
+  }
   return dims;
+}
+
+// Whether this build has a fast kernel for value head dim `dim_v`: the instance compiled for head
+// dim d serves every d_v <= d. Builds with a reduced head-dim set (-Ddev_headdims) leave the
+// larger dims to the reference path; those cases are reported and not run. A build info without
+// the list expects every dim, so a change of its format fails cases rather than skipping them.
+bool build_serves(int64_t dim_v) {
+  static const std::vector<int64_t> dims = compiled_head_dims();
+  return dims.empty() ||
+         std::any_of(dims.begin(), dims.end(), [&](int64_t dim) { return dim >= dim_v; });
+}
+
+// build_serves(), and a MESSAGE naming the case when not.
+bool runs_on_this_build(const std::string& context, int64_t dim_v) {
+  if (build_serves(dim_v)) return true;
+  MESSAGE(context << ": not run, this build compiles no fast kernel for d_v=" << dim_v);
+  return false;
+}
+
+const char* accumulator_name(ffpaAccumulator_t accumulator) {
+  switch (accumulator) {
+    case FFPA_ACCUMULATOR_F32: return "f32";
+    case FFPA_ACCUMULATOR_QK_F16: return "qk_f16";
+    case FFPA_ACCUMULATOR_PV_F16: return "pv_f16";
+    case FFPA_ACCUMULATOR_F16: return "f16";
+    default: return "?";
+  }
+}
+
+// --- Tolerances ----------------------------------------------------------------------------------
+//
+// u is the unit roundoff of the 16-bit type: 2^-11 for fp16, 2^-8 for bf16. The inputs come from
+// DeviceProblem::fill_inputs(): Q, K in [-2, 2), V in [-1, 1), so |O| < 1.
+//
+// O with fp32 accumulation (FlashAttention's criterion: within twice the error of a
+// straightforward implementation in the same input precision). Such a kernel rounds to 16 bits
+// twice where it matters: P before the P.V product, and O at the end; its fp32 sums over at most
+// 1024 products or a few hundred keys add about 1e-6. Rounding to nearest has a relative RMS error
+// of about 0.43u over values spread across binades, and an error eps_j of p_j moves O by
+// sum_j eps_j p_j v_j, which is to O = sum_j p_j v_j (independent v_j) as eps is to 1: a correct
+// kernel lands at most near sqrt(2) * 0.43u = 0.61u in relative L2 (a float64 emulation of it on
+// such inputs, d = 64 to 1024: 0.48u to 0.54u). The reference path computes in fp32 and rounds
+// only O (0.43u), so the bound is max(2 x the reference's error, u): twice the straightforward
+// implementation, and never below u, 1.6 times the expected error, so that it cannot be too tight
+// where the reference happens to round well. Element by element, half an ulp of |O| < 1 (at most
+// u/2) plus u * sum_j p_j |v_j| <= u (2u if the kernel normalized by the sum of the rounded p)
+// bound the error by 2.5u (the emulation's largest: 0.66u): allowed 4u.
+//
+// O with fp16 accumulators (fp16 only). qk_f16 rounds the running Q.K^T sum to fp16 after each
+// k-step of 16 products: d_qk/16 roundings of partial sums that grow to 1.33 sqrt(d_qk) RMS give
+// every score an error of about 0.10u sqrt(d_qk) RMS after the softmax scale (1.6e-3 at
+// d_qk = 1024), with heavy tails (partial sums just above a power of two); pv_f16 rounds the
+// running P.V sum after each 16 keys. A float64 emulation of exactly that, on inputs and shapes as
+// in the matrix below (Nkv <= 257, scale up to 1.5/sqrt(d_qk)), gives O errors up to 2.6e-3 (qk_f16
+// and f16 at d_qk = 1024; pv_f16 alone 7e-4). How often the hardware rounds an fp16 accumulator is
+// not documented: rounding every 2 products instead of 16 gives up to 6.6e-3. The fixed bound 2e-2
+// keeps 7.8 times the first figure and 3 times the second, and still fails a kernel that gets one
+// row in 400 wrong.
+constexpr double kHalfAccumulatorRelL2 = 2e-2;
+//
+// LSE is fp32 in every mode. From fp32 scores its error is about 1e-6 (fp32 dot products, exp2 and
+// log2 of relative error 2^-22): allowed max(1e-4, 1e-4 |LSE|). From fp16 Q.K^T sums it is a
+// p-weighted mean of the score errors above, and a row that sees one key takes its score's whole
+// error: the emulation's largest is 1.6e-2 (3.1e-2 rounding every 2 products). Allowed 6e-2
+// absolute, against LSE values of 2 to 8.
+constexpr double kLseRelative = 1e-4;
+constexpr double kHalfScoreLseAbsolute = 6e-2;
+//
+// Rows that see no key have exact answers: O = 0 and LSE = -inf, in every mode.
+
+struct Bounds {
+  double o_rel_l2;
+  double o_max_abs;  // infinity where no per-element bound is derived
+  double lse_absolute;
+  double lse_relative;  // |LSE - exact| <= max(lse_absolute, lse_relative * |exact|)
+};
+
+// `baseline`: the rel L2 error of the reference path's O against float64 on the same inputs.
+Bounds fast_bounds(DType dtype, ffpaAccumulator_t accumulator, double baseline) {
+  const double u = unit_roundoff(dtype);
+  Bounds bounds{std::max(2.0 * baseline, u), 4.0 * u, kLseRelative, kLseRelative};
+  if (accumulator == FFPA_ACCUMULATOR_F32) return bounds;
+  bounds.o_rel_l2 = kHalfAccumulatorRelL2;
+  bounds.o_max_abs = std::numeric_limits<double>::infinity();
+  if (accumulator != FFPA_ACCUMULATOR_PV_F16) {
+    bounds.lse_absolute = kHalfScoreLseAbsolute;
+    bounds.lse_relative = 0.0;
+  }
+  return bounds;
+}
+
+// CHECKs O values (dense, float64) against float64 attention.
+void check_o(const std::string& context, const std::vector<double>& actual,
+             const std::vector<double>& expected, const Bounds& bounds) {
+  const ErrorStats error = compare(actual, expected);  // NaN: infinite errors
+  CHECK_MESSAGE(error.rel_l2 <= bounds.o_rel_l2, context << ": O vs float64: " << error.to_string()
+                                                         << "; allowed rel L2 " << bounds.o_rel_l2);
+  if (std::isfinite(bounds.o_max_abs)) {
+    CHECK_MESSAGE(error.max_abs <= bounds.o_max_abs,
+                  context << ": O vs float64: " << error.to_string() << "; allowed max abs "
+                          << bounds.o_max_abs);
+  }
+}
+
+// CHECKs LSE values (dense) against float64 attention; equal infinities are exact, NaN fails.
+void check_lse(const std::string& context, const std::vector<double>& actual,
+               const std::vector<double>& expected, const Bounds& bounds) {
+  int64_t outside = 0;
+  double worst = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (actual[i] == expected[i]) continue;
+    const double difference = std::fabs(actual[i] - expected[i]);
+    const double allowed =
+        std::max(bounds.lse_absolute, bounds.lse_relative * std::fabs(expected[i]));
+    if (!(difference <= allowed)) ++outside;
+    if (std::isnan(difference) || difference > worst) worst = difference;  // a NaN stays
+  }
+  CHECK_MESSAGE(outside == 0, context << ": LSE vs float64: " << outside << " of " << actual.size()
+                                      << " elements outside max(" << bounds.lse_absolute << ", "
+                                      << bounds.lse_relative << " |LSE|); largest difference "
+                                      << worst);
+}
+
+// CHECKs the downloaded outputs of a fast kernel in `problem`: O and LSE against float64, rows
+// that see no key, gaps of padded layouts.
+void check_fast_outputs(const std::string& context, const DeviceProblem& problem, bool with_lse,
+                        const CpuForward& exact, const Bounds& bounds) {
+  check_o(context, problem.o.host.to_dense(), exact.o, bounds);
+  if (with_lse) check_lse(context, problem.lse.host.to_dense(), exact.lse, bounds);
+  check_masked_rows(context, problem, with_lse);
+  check_forward_gaps(context, problem, with_lse);
+}
+
+// Elements of the rows that see no key where `problem`'s downloaded O (and LSE) differ from
+// `reference_o` (`reference_lse`). Values compare: +0 equals -0, NaN equals nothing.
+int64_t masked_row_differences(const DeviceProblem& problem, const HostTensor& reference_o,
+                               const HostTensor& reference_lse, bool with_lse) {
+  const AttentionProblem& p = problem.config().problem;
+  int64_t differences = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads_q; ++h)
+      for (int64_t i = 0; i < p.seq_q; ++i) {
+        if (p.visible_keys(i) != 0) continue;
+        for (int64_t x = 0; x < p.dim_v; ++x)
+          differences += !(problem.o.host.get(b, h, i, x) == reference_o.get(b, h, i, x));
+        if (with_lse) differences += !(problem.lse.host.get(b, h, i) == reference_lse.get(b, h, i));
+      }
+  return differences;
+}
+
+// --- The shape matrix ----------------------------------------------------------------------------
+
+struct HeadDims {
+  int64_t qk, v;
+};
+
+// The head dims the fast kernels serve, by tile shape: d_v <= 128 (one warp per row group),
+// <= 512 (two column warps), > 512 (four); and d_qk != d_v as in multi-head latent attention.
+const std::vector<HeadDims>& matrix_head_dims() {
+  static const std::vector<HeadDims> dims = {
+      {32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320},   {384, 384}, {448, 448},
+      {512, 512}, {576, 576}, {640, 640}, {768, 768}, {1024, 1024}, {576, 512}};
+  return dims;
+}
+
+struct FastCase {
+  TestCase test;
+  ffpaAccumulator_t accumulator;
+
+  std::string to_string() const {
+    return test.to_string() + ", accumulator " + accumulator_name(accumulator);
+  }
+};
+
+// A covering design rather than the cross product: each head dim runs three cases, one per mask,
+// and the other factors follow from (s, c) = (head dim index, mask index):
+//   mask c, lengths (s + c) % 3, heads (s + 2c) % 3 and layout s % 3 are the four columns of the
+//   orthogonal array L9 over every three consecutive head dims: every pair of their values
+//   appears; dtype (s + c) % 2 gives every (dtype, mask, tile shape) triple, since each tile shape
+//   has consecutive head dims; fp16 cases take the four accumulators in turn (five cases each,
+//   every accumulator on every tile shape); bottom-right masking with Nq > Nkv (fully masked
+//   rows) falls on d = 128, 384, 576 and 1024.
+// B, H <= 4 and N <= 257 keep the float64 attention quick.
+std::vector<FastCase> shape_matrix() {
+  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
+  // (Nq, Nkv): tails of every tile size, fewer and more queries than keys.
+  const int64_t lengths[][2] = {{100, 257}, {257, 100}, {193, 193}};
+  // (B, Hq, Hkv): MHA, GQA, MQA with an odd group.
+  const int64_t heads[][3] = {{2, 2, 2}, {1, 4, 2}, {2, 3, 1}};
+  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
+  const ffpaAccumulator_t accumulators[] = {FFPA_ACCUMULATOR_F32, FFPA_ACCUMULATOR_QK_F16,
+                                            FFPA_ACCUMULATOR_PV_F16, FFPA_ACCUMULATOR_F16};
+  std::vector<FastCase> cases;
+  int half_cases = 0;
+  const std::vector<HeadDims>& dims = matrix_head_dims();
+  for (size_t s = 0; s < dims.size(); ++s) {
+    for (size_t c = 0; c < 3; ++c) {
+      const int64_t* n = lengths[(s + c) % 3];
+      const int64_t* h = heads[(s + 2 * c) % 3];
+      const DType dtype = (s + c) % 2 == 0 ? DType::float16 : DType::bfloat16;
+      const AttentionProblem shape =
+          attention_shape(h[0], h[1], h[2], n[0], n[1], dims[s].qk, dims[s].v, masks[c]);
+      // An explicit scale with top-left masking: sharper than the default 1/sqrt(d_qk).
+      const double scale = masks[c] == CausalMask::top_left ? 1.5 * default_scale(dims[s].qk) : 0.0;
+      FastCase fast_case;
+      fast_case.test.config = make_config(shape, dtype, layouts[s % 3], scale);
+      // Without LSE twice in every four head dims, once per dtype.
+      fast_case.test.with_lse = !(s % 2 == 1 && c == (s % 4) / 2);
+      fast_case.test.start = 41000 + 3 * s + c;
+      fast_case.accumulator =
+          dtype == DType::float16 ? accumulators[half_cases++ % 4] : FFPA_ACCUMULATOR_F32;
+      cases.push_back(fast_case);
+    }
+  }
+  return cases;
+}
+
+// A handle per accumulator mode (the default policy otherwise) and one on the reference path.
+class Handles {
+ public:
+  Handles() {
+    reference_.set_policy(FFPA_POLICY_REFERENCE_BACKEND, 1);
+    for (int mode = FFPA_ACCUMULATOR_QK_F16; mode <= FFPA_ACCUMULATOR_F16; ++mode) {
+      fast_[mode].set_policy(FFPA_POLICY_ACCUMULATOR, mode);
+    }
+  }
+  const Handle& fast(ffpaAccumulator_t accumulator) const { return fast_[accumulator]; }
+  const Handle& reference() const { return reference_; }
+
+ private:
+  Handle fast_[4];  // indexed by ffpaAccumulator_t
+  Handle reference_;
+};
+
+// One case of the matrix: plan (which must be fast), the reference path, the fast kernel, and
+// their checks on the same inputs.
+void run_fast_case(const Handles& handles, Workspace& workspace, const FastCase& fast_case) {
+  const std::string context = fast_case.to_string();
+  INFO(context);  // for an exception thrown by a call
+  const ProblemConfig& config = fast_case.test.config;
+  const bool with_lse = fast_case.test.with_lse;
+  if (!runs_on_this_build(context, config.problem.dim_v)) return;
+  DeviceProblem problem(config);
+  problem.fill_inputs(fast_case.test.start);
+  const Handle& fast = handles.fast(fast_case.accumulator);
+  const std::string kernel = planned_kernel(fast, descriptors_of(problem, with_lse));
+  if (!check_fast_kernel(context, kernel)) return;
+
+  problem.forward(handles.reference(), workspace, with_lse);  // poisons O and LSE first
+  const HostTensor reference_o = problem.o.host;
+  const HostTensor reference_lse = problem.lse.host;
+  problem.forward(fast, workspace, with_lse);
+  const CpuForward exact = cpu_forward(problem);
+
+  const double reference_error = compare(reference_o.to_dense(), exact.o).rel_l2;
+  CHECK_MESSAGE(std::isfinite(reference_error),
+                context << ": the reference path's O is not finite");
+  // A broken reference must not widen the bound: fall back to the floor alone.
+  const double baseline = std::isfinite(reference_error) ? reference_error : 0.0;
+  check_fast_outputs(context + " [" + kernel + "]", problem, with_lse, exact,
+                     fast_bounds(config.dtype, fast_case.accumulator, baseline));
+  CHECK_MESSAGE(masked_row_differences(problem, reference_o, reference_lse, with_lse) == 0,
+                context << ": rows that see no key differ from the reference path's");
+}
+
+// --- Knobs ---------------------------------------------------------------------------------------
+
+struct KnobValue {
+  ffpaPolicyKnob_t knob;
+  int32_t value;
+};
+using KnobSetting = std::vector<KnobValue>;
+
+ffpaPolicyInfo_t policy_info(ffpaPolicyKnob_t knob) {
+  ffpaPolicyInfo_t info{};
+  info.structSize = sizeof info;
+  check(ffpaGetPolicyInfo(knob, &info), "ffpaGetPolicyInfo");
+  return info;
+}
+
+std::string describe(const KnobSetting& setting) {
+  std::ostringstream text;
+  for (const KnobValue& k : setting) text << " " << policy_info(k.knob).name << "=" << k.value;
+  return text.str();
+}
+
+// Every value of every kernel-selection knob (values 1-99) but the accumulator, which the shape
+// matrix covers: one knob at a time, set explicitly, since the planner adapts knobs left at their
+// defaults to fit shared memory and never one that was set. The library's own list and bounds,
+// so that a knob added later is covered too. Then combinations at the ends of the pipeline's range.
+std::vector<KnobSetting> knob_settings() {
+  int32_t count = 0;
+  check(ffpaGetPolicyKnobs(0, &count, nullptr), "ffpaGetPolicyKnobs");
+  std::vector<ffpaPolicyKnob_t> knobs(static_cast<size_t>(count));
+  check(ffpaGetPolicyKnobs(count, &count, knobs.data()), "ffpaGetPolicyKnobs");
+  std::vector<KnobSetting> settings;
+  for (const ffpaPolicyKnob_t knob : knobs) {
+    if (knob == FFPA_POLICY_ACCUMULATOR || knob >= 100) continue;
+    const ffpaPolicyInfo_t info = policy_info(knob);
+    for (int64_t value = info.minValue; value <= info.maxValue; ++value) {
+      settings.push_back({{knob, static_cast<int32_t>(value)}});
+    }
+  }
+  // The slowest pipeline; the deepest one in the least shared memory; padding instead of every
+  // swizzle; nothing persisted.
+  settings.push_back({{FFPA_POLICY_STAGES, 1}, {FFPA_POLICY_PREFETCH_QKV, 0}});
+  settings.push_back({{FFPA_POLICY_STAGES, 4}, {FFPA_POLICY_QKV_SMEM_SHARE, 1}});
+  settings.push_back({{FFPA_POLICY_SMEM_SWIZZLE_Q, 0},
+                      {FFPA_POLICY_SMEM_SWIZZLE_K, 0},
+                      {FFPA_POLICY_SMEM_SWIZZLE_V, 0}});
+  settings.push_back({{FFPA_POLICY_PERSIST_Q_G2S, 0}, {FFPA_POLICY_PERSIST_KV_G2S, 0}});
+  return settings;
+}
+
+// CHECKs a refused setting: a not-supported status, and a message naming a knob of the setting.
+void check_refusal(const std::string& context, ffpaStatus_t status, const KnobSetting& setting) {
+  const std::string message = last_error_message();
+  CHECK_MESSAGE(
+      (status == FFPA_STATUS_NOT_SUPPORTED || status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION),
+      context << ": refused with " << status_report(status)
+              << "; a knob setting may only be refused as not supported");
+  const bool names_knob = std::any_of(setting.begin(), setting.end(), [&](const KnobValue& k) {
+    return message.find(policy_info(k.knob).name) != std::string::npos;
+  });
+  CHECK_MESSAGE(names_knob,
+                context << ": the refusal does not name the knob: \"" << message << "\"");
+  MESSAGE(context << ": refused: " << message);
+}
+
+// Runs `problem` (inputs filled, float64 attention `exact`) under `setting`: refused, or planned
+// on a fast kernel and as accurate as the default policy must be.
+void run_knob_setting(const std::string& problem_context, DeviceProblem& problem,
+                      Workspace& workspace, const CpuForward& exact, double reference_error,
+                      const KnobSetting& setting) {
+  const std::string context = problem_context + " with" + describe(setting);
+  INFO(context);  // for an exception thrown by a call
+  Handle fast;
+  fast.set_policy(FFPA_POLICY_LOG_LEVEL, FFPA_LOG_LEVEL_OFF);  // refusals are expected here
+  for (const KnobValue& k : setting) fast.set_policy(k.knob, k.value);
+  const ForwardDescriptors d = descriptors_of(problem, true);
+  size_t bytes = 0;
+  const ffpaStatus_t status = ffpaGetAttentionForwardWorkspaceSize(fast.get(), d.attention, d.q,
+                                                                   d.k, d.v, d.o, d.lse, &bytes);
+  if (status != FFPA_STATUS_SUCCESS) {
+    check_refusal(context, status, setting);
+    return;
+  }
+  const std::string kernel = planned_kernel(fast, d);
+  if (!check_fast_kernel(context, kernel)) return;
+  problem.forward(fast, workspace, true);
+  check_fast_outputs(context + " [" + kernel + "]", problem, true, exact,
+                     fast_bounds(problem.config().dtype, FFPA_ACCUMULATOR_F32, reference_error));
+}
+
+// --- Element offsets past 2^31 -------------------------------------------------------------------
+
+// Device memory, or nothing when the device has too little free (the caller skips).
+std::optional<DeviceBuffer> try_allocate(size_t bytes) {
+  try {
+    return DeviceBuffer(bytes);
+  } catch (const CallFailed&) {
+    if (cudaGetLastError() != cudaErrorMemoryAllocation) throw;
+    return std::nullopt;
+  }
+}
+
+// fp16 values for a tensor too large to generate on the host: element e (its offset in memory)
+// holds pattern[e % period]. The period is odd, so it divides no power of two: an offset that
+// wrapped at 2^31 or 2^32 elements reads another value than the right one.
+class PeriodicValues {
+ public:
+  PeriodicValues(uint64_t start, double low, double high) : bits_(kPeriod) {
+    Random random(start);
+    for (uint16_t& bits : bits_)
+      bits = float_to_half_bits(static_cast<float>(random.uniform(low, high)));
+  }
+
+  double at(int64_t offset) const {
+    return half_bits_to_float(bits_[static_cast<size_t>(offset % kPeriod)]);
+  }
+
+  // Writes elements [0, count) of fp16 device memory: one upload of the pattern, then copies of
+  // what is already written, doubling each time (a whole number of periods until the last copy).
+  void fill(void* device, int64_t count) const {
+    auto* out = static_cast<uint16_t*>(device);
+    const int64_t first = std::min(count, kPeriod);
+    check_cuda(cudaMemcpy(out, bits_.data(), static_cast<size_t>(first) * sizeof(uint16_t),
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy of a pattern");
+    for (int64_t done = first; done < count;) {
+      const int64_t next = std::min(done, count - done);
+      check_cuda(cudaMemcpy(out + done, out, static_cast<size_t>(next) * sizeof(uint16_t),
+                            cudaMemcpyDeviceToDevice),
+                 "cudaMemcpy of a pattern");
+      done += next;
+    }
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a fill");
+  }
+
+ private:
+  static constexpr int64_t kPeriod = 1000003;
+  std::vector<uint16_t> bits_;
+};
+
+// A [B, H, N, D] input filled from PeriodicValues, readable on the host element by element.
+struct LargeInput {
+  TensorLayout layout;
+  PeriodicValues values;
+
+  std::vector<double> row(int64_t b, int64_t h, int64_t n) const {
+    std::vector<double> out(static_cast<size_t>(layout.dims[3]));
+    for (int64_t x = 0; x < layout.dims[3]; ++x) out[x] = values.at(layout.offset(b, h, n, x));
+    return out;
+  }
+  // The dense [N, D] matrix of (b, h).
+  std::vector<double> matrix(int64_t b, int64_t h) const {
+    std::vector<double> out;
+    out.reserve(static_cast<size_t>(layout.dims[2] * layout.dims[3]));
+    for (int64_t n = 0; n < layout.dims[2]; ++n) {
+      const std::vector<double> values_of_row = row(b, h, n);
+      out.insert(out.end(), values_of_row.begin(), values_of_row.end());
+    }
+    return out;
+  }
+};
+
+struct RowIndex {
+  int64_t batch, head, row;
+};
+
+// The first and the last row, rows of the last batch (every one past 2^31 elements here; among
+// them the first row that sees every key under top-left masking, and the next), and random rows.
+std::vector<RowIndex> sampled_rows(const AttentionProblem& p, uint64_t start) {
+  std::vector<RowIndex> rows = {{0, 0, 0},
+                                {p.batch - 1, p.heads_q - 1, p.seq_q - 1},
+                                {p.batch - 1, 0, 0},
+                                {p.batch - 1, p.heads_q / 2, p.seq_kv - 1},
+                                {p.batch - 1, 3, p.seq_kv},
+                                {p.batch / 2, 5, p.seq_q / 2}};
+  Random random(start);
+  for (int i = 0; i < 6; ++i) {
+    rows.push_back({random.range(0, p.batch - 1), random.range(0, p.heads_q - 1),
+                    random.range(0, p.seq_q - 1)});
+  }
+  return rows;
+}
+
+// float64 attention for the rows `rows` alone, the rest of the problem never formed: O
+// [rows, Dv] and LSE [rows], dense.
+CpuForward cpu_forward_rows(const AttentionProblem& p, const std::vector<RowIndex>& rows,
+                            const LargeInput& q, const LargeInput& k, const LargeInput& v) {
+  CpuForward out;
+  out.o.resize(rows.size() * static_cast<size_t>(p.dim_v));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowIndex& r = rows[i];
+    const int64_t kv_head = p.kv_head_of(r.head);
+    const std::vector<double> q_row = q.row(r.batch, r.head, r.row);
+    const std::vector<double> k_head = k.matrix(r.batch, kv_head);
+    const std::vector<double> v_head = v.matrix(r.batch, kv_head);
+    out.lse.push_back(attention_row(p, r.row, q_row.data(), k_head.data(), v_head.data(),
+                                    out.o.data() + i * static_cast<size_t>(p.dim_v)));
+  }
+  return out;
+}
+
+// The same rows of fp16 O and fp32 LSE in device memory, downloaded one at a time.
+CpuForward download_rows(const AttentionProblem& p, const std::vector<RowIndex>& rows,
+                         const DeviceBuffer& o, const TensorLayout& o_layout,
+                         const DeviceBuffer& lse, const TensorLayout& lse_tensor_layout) {
+  CpuForward out;
+  std::vector<uint16_t> bits(static_cast<size_t>(p.dim_v));
+  for (const RowIndex& r : rows) {
+    const auto* o_row =
+        static_cast<const uint16_t*>(o.get()) + o_layout.offset(r.batch, r.head, r.row, 0);
+    check_cuda(
+        cudaMemcpy(bits.data(), o_row, bits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost),
+        "cudaMemcpy of an O row");
+    for (const uint16_t b : bits) out.o.push_back(half_bits_to_float(b));
+    float value = 0.0f;
+    const auto* lse_at =
+        static_cast<const float*>(lse.get()) + lse_tensor_layout.offset(r.batch, r.head, r.row, 0);
+    check_cuda(cudaMemcpy(&value, lse_at, sizeof value, cudaMemcpyDeviceToHost),
+               "cudaMemcpy of an LSE");
+    out.lse.push_back(value);
+  }
+  return out;
+}
+
+std::string describe(const RowIndex& r) {
+  std::ostringstream text;
+  text << "(b=" << r.batch << ", h=" << r.head << ", row=" << r.row << ")";
+  return text.str();
 }
 
 }  // namespace
 
 TEST_SUITE_BEGIN("device");
 
-TEST_CASE("sm80 forward: every head dim, tails, masks, head groupings, layouts and dtypes") {
-  Handle fast;
-  Handle reference;
-  reference.set_policy(FFPA_POLICY_REFERENCE_BACKEND, 1);
+TEST_CASE(
+    "sm80 forward: head dims 32-1024 across tails, masks, head groups, layouts, dtypes and "
+    "accumulators") {
+  Handles handles;
   Workspace workspace;
-  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
-  const DType dtypes[] = {DType::float16, DType::bfloat16};
-  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd};
-  // (Hq, Hkv): MHA, GQA, MQA. (Nq, Nkv): tails, fewer and more queries than keys.
-  const int64_t heads[][2] = {{2, 2}, {4, 2}, {3, 1}};
-  const int64_t lengths[][2] = {{100, 257}, {257, 100}, {130, 130}};
-  uint64_t start = 41000;
-  int index = 0;
-  for (const Shape& d : head_dims()) {
-    // A covering design: each dim sees every mask and both dtypes (every dtype x mask pair over
-    // the dims), and the other factors rotate.
-    for (int variant = 0; variant < 2; ++variant, ++index) {
-      const CausalMask mask = masks[(index + variant) % 3];
-      const DType dtype = dtypes[(index / 3 + variant) % 2];
-      const LayoutKind layout = layouts[index % 2];
-      const auto& h = heads[index % 3];
-      const auto& n = lengths[(index / 2) % 3];
-      const TestCase test{
-          make_config(attention_shape(1 + variant, h[0], h[1], n[0], n[1], d.dqk, d.dv, mask), dtype, layout,
-                      variant ? 0.07 : 0.0),
-          index % 4 != 3, start++};
-      check_case(fast, reference, workspace, test, false);
-    }
-  }
+  for (const FastCase& fast_case : shape_matrix()) run_fast_case(handles, workspace, fast_case);
 }
 
-TEST_CASE("sm80 forward: each fp16 accumulator mode") {
+TEST_CASE("sm80 forward: every kernel knob value is refused by name or computes correctly") {
+  // d = 512 (two column warps, BNHD, GQA, top-left) and d = 128 (one warp per row group, gaps in
+  // every tensor, MQA, bottom-right with fully masked rows). The inputs, their float64 attention
+  // and the reference's error are shared by every setting.
+  const TestCase problems[] = {
+      {make_config(attention_shape(1, 4, 2, 190, 321, 512, 512, CausalMask::top_left),
+                   DType::float16, LayoutKind::bnhd, 0.0),
+       true, 43001},
+      {make_config(attention_shape(2, 3, 1, 321, 190, 128, 128, CausalMask::bottom_right),
+                   DType::float16, LayoutKind::padded_aligned, 0.0),
+       true, 43002},
+  };
   Handle reference;
   reference.set_policy(FFPA_POLICY_REFERENCE_BACKEND, 1);
   Workspace workspace;
-  const ffpaAccumulator_t modes[] = {FFPA_ACCUMULATOR_QK_F16, FFPA_ACCUMULATOR_PV_F16, FFPA_ACCUMULATOR_F16};
-  uint64_t start = 42000;
-  for (const ffpaAccumulator_t mode : modes) {
-    Handle fast;
-    fast.set_policy(FFPA_POLICY_ACCUMULATOR, mode);
-    for (const Shape d : {Shape{64, 64}, Shape{128, 128}, Shape{320, 320}, Shape{512, 512}, Shape{576, 512},
-                          Shape{1024, 1024}}) {
-      const TestCase test{make_config(attention_shape(1, 4, 2, 200, 333, d.dqk, d.dv, CausalMask::bottom_right),
-                                      DType::float16, LayoutKind::bhnd, 0.0),
-                          true, start++};
-      check_case(fast, reference, workspace, test, true);
-    }
-  }
-}
-
-TEST_CASE("sm80 forward: every knob setting the planner accepts computes the same attention") {
-  Handle reference;
-  reference.set_policy(FFPA_POLICY_REFERENCE_BACKEND, 1);
-  Workspace workspace;
-  struct Setting {
-    ffpaPolicyKnob_t knob;
-    int32_t value;
-  };
-  const Setting settings[] = {
-      {FFPA_POLICY_STAGES, 1},           {FFPA_POLICY_STAGES, 2},           {FFPA_POLICY_STAGES, 3},
-      {FFPA_POLICY_STAGES, 4},           {FFPA_POLICY_PREFETCH_QKV, 0},     {FFPA_POLICY_QKV_SMEM_SHARE, 1},
-      {FFPA_POLICY_SMEM_SWIZZLE_Q, 0},   {FFPA_POLICY_SMEM_SWIZZLE_K, 0},   {FFPA_POLICY_SMEM_SWIZZLE_V, 0},
-      {FFPA_POLICY_PERSIST_Q_G2S, 0},    {FFPA_POLICY_PERSIST_KV_G2S, 0},   {FFPA_POLICY_PERSIST_Q_S2R, 1},
-      {FFPA_POLICY_PERSIST_V_S2R, 0},    {FFPA_POLICY_REGISTERS_PIPE_KV, 1}, {FFPA_POLICY_LAUNCH_GRID_DNHB, 1},
-  };
-  uint64_t start = 43000;
-  for (const Setting& setting : settings) {
-    for (const Shape d : {Shape{128, 128}, Shape{320, 320}, Shape{576, 512}}) {
-      Handle fast;
-      fast.set_policy(setting.knob, setting.value);
-      // Stages 1 with prefetch off too: the pipeline's slowest path.
-      if (setting.knob == FFPA_POLICY_STAGES && setting.value == 1) fast.set_policy(FFPA_POLICY_PREFETCH_QKV, 0);
-      const TestCase test{make_config(attention_shape(2, 4, 1, 190, 321, d.dqk, d.dv, CausalMask::top_left),
-                                      DType::float16, LayoutKind::bnhd, 0.0),
-                          true, start++};
-      DeviceProblem probe(test.config);
-      size_t bytes = 0;
-      const ffpaStatus_t status = ffpaGetAttentionForwardWorkspaceSize(
-          fast.get(), probe.attention.get(), probe.q.desc.get(), probe.k.desc.get(), probe.v.desc.get(),
-          probe.o.desc.get(), probe.lse.desc.get(), &bytes);
-      if (status != FFPA_STATUS_SUCCESS) {
-        // Refused settings must say which knob and why, with the documented status.
-        CHECK(status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
-        CHECK_MESSAGE(last_error_message().find("FFPA_POLICY_") != std::string::npos, last_error_message());
-        continue;
-      }
-      check_case(fast, reference, workspace, test, false);
+  const std::vector<KnobSetting> settings = knob_settings();
+  for (const TestCase& test : problems) {
+    const std::string context = test.to_string();
+    INFO(context);
+    if (!runs_on_this_build(context, test.config.problem.dim_v)) continue;
+    DeviceProblem problem(test.config);
+    problem.fill_inputs(test.start);
+    problem.forward(reference, workspace, true);
+    const CpuForward exact = cpu_forward(problem);
+    const double reference_error = compare(problem.o.host.to_dense(), exact.o).rel_l2;
+    REQUIRE_MESSAGE(std::isfinite(reference_error),
+                    context << ": the reference path's O is not finite");
+    for (const KnobSetting& setting : settings) {
+      run_knob_setting(context, problem, workspace, exact, reference_error, setting);
     }
   }
 }
 
 TEST_CASE("sm80 forward: the same call twice gives the same bits") {
+  // One case per tile shape.
+  const TestCase tests[] = {
+      {make_config(attention_shape(2, 3, 1, 200, 200, 128, 128, CausalMask::bottom_right),
+                   DType::float16, LayoutKind::bnhd, 0.0),
+       true, 44001},
+      {make_config(attention_shape(1, 4, 2, 233, 317, 512, 512, CausalMask::none), DType::bfloat16,
+                   LayoutKind::bhnd, 0.0),
+       true, 44002},
+      {make_config(attention_shape(1, 2, 1, 150, 150, 1024, 1024, CausalMask::top_left),
+                   DType::bfloat16, LayoutKind::bhnd, 0.0),
+       true, 44003},
+  };
   Handle fast;
   Workspace workspace;
-  const TestCase test{make_config(attention_shape(1, 8, 2, 333, 517, 512, 512, CausalMask::none),
-                                  DType::bfloat16, LayoutKind::bhnd, 0.0),
-                      true, 44000};
-  DeviceProblem problem(test.config);
-  problem.fill_inputs(test.start);
-  problem.forward(fast, workspace, true);
-  const HostTensor first = problem.o.host;
-  check_forward_outputs(test.to_string(), problem, true);
-  problem.forward(fast, workspace, true);
-  CHECK_MESSAGE(std::memcmp(first.data(), problem.o.host.data(), first.size_bytes()) == 0,
-                test.to_string() << ": O differs between two runs");
+  for (const TestCase& test : tests) {
+    const std::string context = test.to_string();
+    INFO(context);
+    if (!runs_on_this_build(context, test.config.problem.dim_v)) continue;
+    DeviceProblem problem(test.config);
+    problem.fill_inputs(test.start);
+    const std::string kernel = planned_kernel(fast, descriptors_of(problem, true));
+    if (!check_fast_kernel(context, kernel)) continue;
+    problem.forward(fast, workspace, true);
+    const HostTensor first_o = problem.o.host;
+    const HostTensor first_lse = problem.lse.host;
+    // Identical NaNs would be identical bits too: the first result must be right. Without a
+    // reference run, the rounding error of the exact O stands in for the reference's error.
+    const CpuForward exact = cpu_forward(problem);
+    const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
+    check_fast_outputs(context, problem, true, exact,
+                       fast_bounds(test.config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+
+    problem.forward(fast, workspace, true);  // poisons the outputs first
+    CHECK_MESSAGE(std::memcmp(first_o.data(), problem.o.host.data(), first_o.size_bytes()) == 0,
+                  context << ": O differs between two runs");
+    CHECK_MESSAGE(
+        std::memcmp(first_lse.data(), problem.lse.host.data(), first_lse.size_bytes()) == 0,
+        context << ": LSE differs between two runs");
+  }
+}
+
+TEST_CASE("sm80 forward: element offsets past 2^31 (sampled rows against float64)") {
+  // BNHD fp16: Q and O hold 257 x 4096 x 16 x 128 = 2^31 + 2^23 elements, so every row of the last
+  // batch starts past 2^31 elements (4 GiB). Two 16-bit tensors that large take 8 GiB between
+  // them; K and V (GQA, 1000 keys) and the LSE add 0.3 GiB. Too large for the float64 attention of
+  // the whole problem, and for host-generated inputs: periodic inputs, sampled rows.
+  const ProblemConfig config =
+      make_config(attention_shape(257, 16, 2, 4096, 1000, 128, 128, CausalMask::top_left),
+                  DType::float16, LayoutKind::bnhd, 0.0);
+  const AttentionProblem& p = config.problem;  // with the default scale
+  const uint64_t start = 45000;
+  const std::string context =
+      config.to_string() + ", inputs from Random(" + std::to_string(start) + ")";
+  INFO(context);
+  if (!runs_on_this_build(context, p.dim_v)) return;
+  const LargeInput q{attention_layout(config.layout, p.batch, p.heads_q, p.seq_q, p.dim_qk),
+                     PeriodicValues(start, -2.0, 2.0)};
+  const LargeInput k{attention_layout(config.layout, p.batch, p.heads_kv, p.seq_kv, p.dim_qk),
+                     PeriodicValues(start + 1, -2.0, 2.0)};
+  const LargeInput v{attention_layout(config.layout, p.batch, p.heads_kv, p.seq_kv, p.dim_v),
+                     PeriodicValues(start + 2, -1.0, 1.0)};
+  const TensorLayout o_layout =
+      attention_layout(config.layout, p.batch, p.heads_q, p.seq_q, p.dim_v);
+  const TensorLayout lse_tensor_layout = lse_layout(config.layout, p.batch, p.heads_q, p.seq_q);
+  REQUIRE(o_layout.span() > (int64_t{1} << 31));
+
+  const TensorDescriptor q_desc(DType::float16, q.layout), k_desc(DType::float16, k.layout),
+      v_desc(DType::float16, v.layout), o_desc(DType::float16, o_layout),
+      lse_desc(DType::float32, lse_tensor_layout);
+  const AttentionDescriptor attention(p.causal, false, 0.0);
+  const ForwardDescriptors d{attention.get(), q_desc.get(), k_desc.get(),
+                             v_desc.get(),    o_desc.get(), lse_desc.get()};
+  Handle fast;
+  const std::string kernel = planned_kernel(fast, d);
+  if (!check_fast_kernel(context, kernel)) return;
+  size_t workspace_bytes = 0;
+  check(ffpaGetAttentionForwardWorkspaceSize(fast.get(), d.attention, d.q, d.k, d.v, d.o, d.lse,
+                                             &workspace_bytes),
+        "ffpaGetAttentionForwardWorkspaceSize");
+  Workspace workspace;
+  void* const scratch = workspace.reserve(workspace_bytes);
+
+  const auto bytes = [](const TensorLayout& layout, DType type) {
+    return static_cast<size_t>(layout.span()) * dtype_bytes(type);
+  };
+  std::optional<DeviceBuffer> q_memory = try_allocate(bytes(q.layout, DType::float16));
+  std::optional<DeviceBuffer> k_memory = try_allocate(bytes(k.layout, DType::float16));
+  std::optional<DeviceBuffer> v_memory = try_allocate(bytes(v.layout, DType::float16));
+  std::optional<DeviceBuffer> o_memory = try_allocate(bytes(o_layout, DType::float16));
+  std::optional<DeviceBuffer> lse_memory = try_allocate(bytes(lse_tensor_layout, DType::float32));
+  if (!q_memory || !k_memory || !v_memory || !o_memory || !lse_memory) {
+    MESSAGE(context << ": not run, the device has too little free memory for it");
+    return;
+  }
+  q.values.fill(q_memory->get(), q.layout.span());
+  k.values.fill(k_memory->get(), k.layout.span());
+  v.values.fill(v_memory->get(), v.layout.span());
+  check_cuda(cudaMemset(o_memory->get(), 0xff, o_memory->size()), "cudaMemset");  // NaN
+  check_cuda(cudaMemset(lse_memory->get(), 0xff, lse_memory->size()), "cudaMemset");
+
+  check(ffpaAttentionForward(fast.get(), d.attention, d.q, q_memory->get(), d.k, k_memory->get(),
+                             d.v, v_memory->get(), d.o, o_memory->get(), d.lse,
+                             static_cast<float*>(lse_memory->get()), scratch, workspace_bytes),
+        "ffpaAttentionForward");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the forward");
+
+  const std::vector<RowIndex> rows = sampled_rows(p, start + 3);
+  std::string row_list;
+  for (const RowIndex& r : rows) row_list += " " + describe(r);
+  const std::string checked = context + " [" + kernel + "], rows" + row_list;
+  const CpuForward exact = cpu_forward_rows(p, rows, q, k, v);
+  const CpuForward actual =
+      download_rows(p, rows, *o_memory, o_layout, *lse_memory, lse_tensor_layout);
+  const double rounding = rounding_error(exact.o, DType::float16).rel_l2;
+  const Bounds bounds = fast_bounds(DType::float16, FFPA_ACCUMULATOR_F32, rounding);
+  check_o(checked, actual.o, exact.o, bounds);
+  check_lse(checked, actual.lse, exact.lse, bounds);
 }
 
 TEST_SUITE_END();

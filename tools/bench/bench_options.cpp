@@ -1,5 +1,6 @@
 #include "bench_options.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,25 +38,42 @@ ffpaDataType_t parseDtype(const std::string& text) {
   bad("--dtype", text, "f16, bf16 (comma-separated)");
 }
 
+const char* const kAccumulatorNames[] = {"f32", "qk_f16", "pv_f16", "f16"};
+
 ffpaAccumulator_t parseAccumulator(const std::string& text) {
-  const char* names[] = {"f32", "qk_f16", "pv_f16", "f16"};
   for (int i = 0; i < 4; ++i) {
-    if (text == names[i]) return static_cast<ffpaAccumulator_t>(i);
+    if (text == kAccumulatorNames[i]) return static_cast<ffpaAccumulator_t>(i);
   }
   bad("--acc", text, "f32, qk_f16, pv_f16, f16 (comma-separated)");
 }
 
+template <class T>
+bool contains(const std::vector<T>& values, T value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
 }  // namespace
+
+const char* dtypeName(ffpaDataType_t dtype) {
+  return dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : dtype == FFPA_DATA_TYPE_BFLOAT16 ? "bf16" : "f32";
+}
+
+const char* accumulatorName(ffpaAccumulator_t mode) { return kAccumulatorNames[mode]; }
+
+const char* causalName(ffpaCausalMode_t mode) {
+  return mode == FFPA_CAUSAL_TOP_LEFT ? "top-left" : mode == FFPA_CAUSAL_BOTTOM_RIGHT ? "bottom-right" : "none";
+}
 
 std::vector<int64_t> parseHeadDims(const std::string& text) {
   std::vector<int64_t> dims;
   for (const std::string& part : split(text, ',')) {
     const std::vector<std::string> range = split(part, ':');
     if (range.size() == 1) {
-      dims.push_back(parseInt("--D", part, 1, 1024));
+      dims.push_back(parseInt("--D", part, 1, FFPA_MAX_HEAD_DIM));
     } else if (range.size() == 3) {
-      const int64_t first = parseInt("--D", range[0], 1, 1024), last = parseInt("--D", range[1], 1, 1024);
-      const int64_t step = parseInt("--D", range[2], 1, 1024);
+      const int64_t first = parseInt("--D", range[0], 1, FFPA_MAX_HEAD_DIM);
+      const int64_t last = parseInt("--D", range[1], 1, FFPA_MAX_HEAD_DIM);
+      const int64_t step = parseInt("--D", range[2], 1, FFPA_MAX_HEAD_DIM);
       if (last < first) bad("--D", part, "first:last:step with first <= last");
       for (int64_t d = first; d <= last; d += step) dims.push_back(d);
     } else {
@@ -81,12 +99,15 @@ Options parseOptions(const std::vector<std::string>& args) {
     else if (arg == "--N") o.seqQ = parseInt(arg, value(), 1, int64_t{1} << 30);
     else if (arg == "--Nkv") o.seqKv = parseInt(arg, value(), 1, int64_t{1} << 30);
     else if (arg == "--D") o.headDims = parseHeadDims(value());
-    else if (arg == "--Dv") o.headDimV = parseInt(arg, value(), 1, 1024);
+    else if (arg == "--Dv") o.headDimV = parseInt(arg, value(), 1, FFPA_MAX_HEAD_DIM);
     else if (arg == "--dtype") {
       o.dtypes.clear();
       for (const std::string& t : split(value(), ',')) o.dtypes.push_back(parseDtype(t));
+      if (o.dtypes.empty()) bad(arg, "", "f16, bf16 (comma-separated)");
     } else if (arg == "--acc") {
+      o.accumulators.clear();
       for (const std::string& t : split(value(), ',')) o.accumulators.push_back(parseAccumulator(t));
+      if (o.accumulators.empty()) bad(arg, "", "f32, qk_f16, pv_f16, f16 (comma-separated)");
     } else if (arg == "--causal") {
       const std::string& v = value();
       if (v == "none") o.causal = FFPA_CAUSAL_NONE;
@@ -101,10 +122,10 @@ Options parseOptions(const std::vector<std::string>& args) {
     else if (arg == "--iters") o.iters = static_cast<int>(parseInt(arg, value(), 1, 100000));
     else if (arg == "--rotate") o.rotate = static_cast<int>(parseInt(arg, value(), 1, 16));
     else if (arg == "--policy") {
-      const std::string& v = value();
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) bad(arg, v, "NAME=VALUE, e.g. FFPA_POLICY_STAGES=2");
-      o.policies.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      const PolicySetting setting = resolvePolicy(value());
+      // The accumulator is a column of the sweep: a second way to set it would contradict it.
+      if (setting.knob == FFPA_POLICY_ACCUMULATOR) bad(arg, args[i], "any knob but the accumulator (use --acc)");
+      o.policies.push_back(setting);
     } else if (arg == "--reference") o.reference = true;
     else if (arg == "--check") o.check = true;
     else if (arg == "--bwd") o.backward = true;
@@ -117,28 +138,56 @@ Options parseOptions(const std::vector<std::string>& args) {
   if (o.headsKv == 0) o.headsKv = o.heads;
   if (o.heads % o.headsKv != 0) bad("--Hkv", std::to_string(o.headsKv), "a divisor of --H");
   if (o.seqKv == 0) o.seqKv = o.seqQ;
+  if (sweepVariants(o).empty()) {
+    bad("--acc", "", "f32 with --dtype bf16 (the fp16-accumulation modes need --dtype f16)");
+  }
   return o;
 }
 
-const char* const kUsage = R"(ffpa-bench: times libffpa's attention on this GPU (seed 000's tables by default)
+std::vector<Variant> sweepVariants(const Options& o) {
+  std::vector<Variant> variants;
+  for (const ffpaDataType_t dtype : o.dtypes) {
+    for (int a = 0; a < 4; ++a) {
+      const auto mode = static_cast<ffpaAccumulator_t>(a);
+      const bool asked = o.accumulators.empty() || contains(o.accumulators, mode);
+      if (asked && (mode == FFPA_ACCUMULATOR_F32 || dtype == FFPA_DATA_TYPE_FLOAT16)) {
+        variants.push_back({dtype, mode});
+      }
+    }
+  }
+  return variants;
+}
+
+const char* const kUsage = R"(ffpa-bench: times libffpa's attention on this GPU through its C API
 
   ffpa-bench [options]
 
+The defaults are the FFPA benchmark tables: B=1, H=48, N=8192, head dims 320..1024 step 64,
+fp16, no mask, every accumulator mode.
+
   --B N --H N --Hkv N --N N --Nkv N   shape (default B=1, H=48, N=8192; Hkv=H, Nkv=N)
-  --D LIST      head dims: 320,512 or 320:1024:64 (default 320:1024:64)
-  --Dv N        value head dim (default: each D)
+  --D LIST      head dims of Q and K: 320,512 or 320:1024:64 or both (default 320:1024:64)
+  --Dv N        head dim of V and O (default: each D)
   --dtype LIST  f16, bf16 (default f16)
-  --acc LIST    f32, qk_f16, pv_f16, f16 (default: all for f16, f32 for bf16)
+  --acc LIST    f32, qk_f16, pv_f16, f16 (default: all); bf16 runs f32 only
   --causal M    none, top-left, bottom-right (default none)
-  --layout L    bhnd, bnhd (default bhnd)
-  --warmup N --iters N   timing repeats (default 3, 10); times are medians (and minima)
+  --layout L    bhnd, bnhd: memory order of Q, K, V, O (default bhnd)
+  --warmup N    untimed calls first (default 3)
+  --iters N     timed calls; the table shows their median and minimum (default 10)
   --rotate K    K input sets, used in turn so that L2 does not hold them (default 2)
-  --policy NAME=VALUE    any knob (ffpa-info --knobs), repeatable
-  --reference   also time the cuBLASLt reference path and print the speedup
-  --check       compare every result with the reference path (exit 1 when off)
-  --bwd         also time the backward pass (2.5x the forward FLOPs)
-  --markdown | --csv     output format (default: aligned text); --output FILE
-Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no GPU.
+  --policy NAME=VALUE   set a knob as ffpa-info --knobs lists it, e.g. FFPA_POLICY_STAGES=2
+                (repeatable; the accumulator is set by --acc)
+  --reference   also time the cuBLASLt reference path (a second handle with
+                FFPA_POLICY_REFERENCE_BACKEND) and show the speedup over it
+  --check       compare every output with the reference path's: relative Frobenius error and
+                max abs; FAIL above 2e-2 (f32 accumulation) or 5e-2 (fp16 accumulation)
+  --bwd         also time ffpaAttentionBackward (2.5x the forward FLOPs)
+  --markdown | --csv    output format (default: aligned text)
+  --output FILE also write the table to FILE
+  --help        this text
+
+TFLOPS count 2*B*Hq*Nq*Nkv*(Dqk+Dv) per forward, halved with a causal mask.
+Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no usable GPU.
 )";
 
 }  // namespace ffpa_bench

@@ -1,13 +1,14 @@
 // ffpa-bench's command line: parsed into Options, or a message naming the option and what it
-// accepts. Separate from the GPU code so that the host tests can check it.
+// accepts. Separate from the GPU code so that the host tests check it without a GPU.
 #pragma once
 
 #include <ffpa/ffpa.h>
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "policy_setting.h"
 
 namespace ffpa_bench {
 
@@ -18,15 +19,21 @@ struct Options {
   std::vector<int64_t> headDims;   // default: 320..1024 step 64
   int64_t headDimV = 0;            // 0: same as each head dim
   std::vector<ffpaDataType_t> dtypes{FFPA_DATA_TYPE_FLOAT16};
-  std::vector<ffpaAccumulator_t> accumulators;  // default: every mode (fp16 only beyond f32)
+  std::vector<ffpaAccumulator_t> accumulators;  // empty: every mode (fp16 only beyond f32)
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
   bool bnhd = false;
   int warmup = 3, iters = 10, rotate = 2;
-  std::vector<std::pair<std::string, std::string>> policies;  // NAME=VALUE
+  std::vector<PolicySetting> policies;  // --policy, resolved against the library's knob table
   bool reference = false, check = false, backward = false;
   Format format = Format::text;
   std::string output;
   bool help = false;
+};
+
+// One table row's data type and accumulator mode.
+struct Variant {
+  ffpaDataType_t dtype;
+  ffpaAccumulator_t accumulator;
 };
 
 // Throws std::invalid_argument with a message naming the option and the allowed values.
@@ -34,6 +41,14 @@ Options parseOptions(const std::vector<std::string>& args);
 
 // "320,512" or "320:1024:64" (first:last:step) or a mix: "64,128,320:1024:64".
 std::vector<int64_t> parseHeadDims(const std::string& text);
+
+// The (dtype, accumulator) pairs of a sweep, dtypes first. The fp16-accumulation modes exist for
+// fp16 inputs only (bf16 has no fp16 accumulation), so bf16 gets f32 whatever --acc lists.
+std::vector<Variant> sweepVariants(const Options& options);
+
+const char* dtypeName(ffpaDataType_t dtype);          // "f16", "bf16", "f32"
+const char* accumulatorName(ffpaAccumulator_t mode);  // "f32", "qk_f16", "pv_f16", "f16"
+const char* causalName(ffpaCausalMode_t mode);        // "none", "top-left", "bottom-right"
 
 extern const char* const kUsage;
 

@@ -1,5 +1,5 @@
-// ffpa-bench's command line: defaults that reproduce seed 000's tables, ranges, and a clear
-// message naming the option for every bad value.
+// ffpa-bench's command line: defaults that reproduce the FFPA benchmark tables, ranges, knobs
+// resolved against the library's table, and a clear message naming the option for every bad value.
 #include "bench_options.h"
 
 #include <doctest/doctest.h>
@@ -22,7 +22,7 @@ std::string errorOf(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("defaults are the seed's table: B=1, H=48, N=8192, D=320..1024 step 64, fp16") {
+TEST_CASE("defaults are the FFPA tables: B=1, H=48, N=8192, D=320..1024 step 64, fp16, every mode") {
   const Options o = parseOptions({});
   CHECK(o.batch == 1);
   CHECK(o.heads == 48);
@@ -35,6 +35,7 @@ TEST_CASE("defaults are the seed's table: B=1, H=48, N=8192, D=320..1024 step 64
   CHECK(o.dtypes == std::vector<ffpaDataType_t>{FFPA_DATA_TYPE_FLOAT16});
   CHECK(o.accumulators.empty());
   CHECK(o.format == Format::text);
+  CHECK(sweepVariants(o).size() == 4);
 }
 
 TEST_CASE("head dims as lists and ranges") {
@@ -60,8 +61,8 @@ TEST_CASE("every option is parsed into its field") {
   CHECK(o.iters == 5);
   CHECK(o.rotate == 3);
   REQUIRE(o.policies.size() == 1);
-  CHECK(o.policies[0].first == "FFPA_POLICY_STAGES");
-  CHECK(o.policies[0].second == "2");
+  CHECK(o.policies[0].knob == FFPA_POLICY_STAGES);
+  CHECK(o.policies[0].number == 2);
   CHECK((o.reference && o.check && o.backward));
   CHECK(o.format == Format::markdown);
   CHECK(o.output == "out.md");
@@ -77,6 +78,56 @@ TEST_CASE("bad values name the option and what it accepts") {
   CHECK(errorOf({"--H", "48", "--Hkv", "5"}).find("a divisor of --H") != std::string::npos);
   CHECK(errorOf({"--iters", "0"}).find("--iters") == 0);
   CHECK(errorOf({"--policy", "STAGES"}).find("NAME=VALUE") != std::string::npos);
+  CHECK(errorOf({"--policy", "FFPA_POLICY_ACCUMULATOR=f16"}).find("use --acc") != std::string::npos);
+  CHECK(errorOf({"--acc", "qk_f16", "--dtype", "bf16"}).find("need --dtype f16") != std::string::npos);
   CHECK(errorOf({"--B"}).find("--B needs a value") == 0);
   CHECK(errorOf({"--frobnicate"}).find("unknown option \"--frobnicate\"") == 0);
+}
+
+TEST_CASE("the fp16-accumulation modes run for fp16 only") {
+  const Options o = parseOptions({"--dtype", "f16,bf16", "--acc", "f32,pv_f16"});
+  const std::vector<Variant> variants = sweepVariants(o);
+  REQUIRE(variants.size() == 3);
+  CHECK((variants[0].dtype == FFPA_DATA_TYPE_FLOAT16 && variants[0].accumulator == FFPA_ACCUMULATOR_F32));
+  CHECK((variants[1].dtype == FFPA_DATA_TYPE_FLOAT16 && variants[1].accumulator == FFPA_ACCUMULATOR_PV_F16));
+  CHECK((variants[2].dtype == FFPA_DATA_TYPE_BFLOAT16 && variants[2].accumulator == FFPA_ACCUMULATOR_F32));
+  CHECK(sweepVariants(parseOptions({"--dtype", "bf16"})).size() == 1);
+}
+
+TEST_CASE("--policy takes any knob by name or short name, numbers or value names, within bounds") {
+  const PolicySetting stages = resolvePolicy("FFPA_POLICY_STAGES=2");
+  CHECK(stages.knob == FFPA_POLICY_STAGES);
+  CHECK(stages.name == "FFPA_POLICY_STAGES");
+  CHECK(stages.number == 2);
+  CHECK(resolvePolicy("prefetch_qkv=0").knob == FFPA_POLICY_PREFETCH_QKV);
+  CHECK(resolvePolicy("FFPA_POLICY_LOG_LEVEL=debug").number == FFPA_LOG_LEVEL_DEBUG);
+  CHECK(resolvePolicy("FFPA_POLICY_REFERENCE_CHUNK_BYTES=1048576").number == 1048576);
+  CHECK(resolvePolicy("FFPA_POLICY_TUNED_CONFIG_DIR=/tmp/a=b").text == "/tmp/a=b");
+  CHECK(errorOf({"--policy", "FFPA_POLICY_STAGES=9"}).find("FFPA_POLICY_STAGES takes") != std::string::npos);
+  CHECK(errorOf({"--policy", "FFPA_POLICY_STAGES=two"}).find("FFPA_POLICY_STAGES takes") != std::string::npos);
+  CHECK(errorOf({"--policy", "NO_SUCH_KNOB=1"}).find("ffpa-info --knobs") != std::string::npos);
+}
+
+TEST_CASE("a resolved setting reaches the handle in the knob's own type") {
+  ffpaDeviceDesc_t device{};
+  device.structSize = sizeof device;
+  device.smVersion = 90;
+  device.smCount = 132;
+  device.sharedMemPerBlockOptin = 227 * 1024;
+  device.sharedMemPerSm = 228 * 1024;
+  device.globalMemBytes = int64_t{80} << 30;
+  ffpaHandle_t handle = nullptr;
+  REQUIRE(ffpaCreateForDevice(&handle, &device) == FFPA_STATUS_SUCCESS);
+  for (const char* assignment : {"FFPA_POLICY_STAGES=1", "FFPA_POLICY_REFERENCE_CHUNK_BYTES=4194304",
+                                 "FFPA_POLICY_TUNED_CONFIG_DIR=/nonexistent", "FFPA_POLICY_LOG_LEVEL=error"}) {
+    CAPTURE(assignment);
+    CHECK(applyPolicy(handle, resolvePolicy(assignment)) == FFPA_STATUS_SUCCESS);
+  }
+  int32_t stages = 0;
+  int64_t chunk = 0;
+  CHECK(ffpaGetPolicy(handle, FFPA_POLICY_STAGES, &stages, sizeof stages, nullptr) == FFPA_STATUS_SUCCESS);
+  CHECK(ffpaGetPolicy(handle, FFPA_POLICY_REFERENCE_CHUNK_BYTES, &chunk, sizeof chunk, nullptr) == FFPA_STATUS_SUCCESS);
+  CHECK(stages == 1);
+  CHECK(chunk == 4194304);
+  ffpaDestroy(handle);
 }

@@ -1,210 +1,487 @@
 #!/usr/bin/env python3
-"""libffpa against PyTorch's scaled_dot_product_attention, in one run, on the same inputs.
+"""libffpa against PyTorch's scaled_dot_product_attention: one run, the same tensors.
 
-    FFPA_LIBRARY=build/libffpa.so.0 PYTHONPATH=bindings/python python3 tools/bench/side_by_side.py \
-        [--B 1] [--H 48] [--N 8192] [--D 64,128,256,320:1024:64] [--dtype f16,bf16] [--causal]
-        [--iters 20] [--out DIR]
+    python3 tools/bench/side_by_side.py [--build DIR | --lib PATH] [--out DIR] [options]
 
-For each head dim and dtype: libffpa's forward (default policies), SDPA with EFFICIENT_ATTENTION
-and, where d <= 256, FLASH_ATTENTION and CUDNN_ATTENTION (a backend that refuses a shape is
-left out). CUDA events, warm-up, median of --iters calls over rotated input sets. libffpa's output
-is checked against SDPA's (FAIL in the table when off). Writes DIR/side_by_side.md, .csv and .png
-(TFLOPS by head dim), and prints the Markdown table and a cuBLAS bf16 GEMM ceiling.
+For each dtype and head dim, on the same [B, H, N, D] tensors: libffpa's forward (each --acc mode)
+through the ctypes package in bindings/python, and SDPA with EFFICIENT_ATTENTION, and with
+FLASH_ATTENTION and CUDNN_ATTENTION where d <= 256 (a backend that refuses a shape is left out
+of that row). With --bwd, the backward passes too. Timing: CUDA events around each call on one
+stream, warm-up first, the median of --iters calls over --rotate input sets used in turn.
+libffpa's output is checked against SDPA's (FAIL in the table when off). Also times a cuBLAS
+bf16 GEMM of 8192^3 (torch.matmul) as the ceiling.
+
+Writes DIR/side_by_side.md (Markdown), DIR/side_by_side.csv and DIR/side_by_side.png (TFLOPS
+by head dim). Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no PyTorch
+with CUDA.
+
+Everything but run() needs only the standard library, so that the options, FLOP counts, tables
+and plots are tested on machines without PyTorch.
 """
 import argparse
 import csv
 import math
 import os
+import pathlib
 import statistics
-import struct
 import sys
-import zlib
+import warnings
 
-BACKENDS = ("EFFICIENT_ATTENTION", "FLASH_ATTENTION", "CUDNN_ATTENTION")
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import png_plot  # noqa: E402  (after the path is set)
 
+DTYPES = ("f16", "bf16")
+ACCUMULATORS = ("f32", "qk_f16", "pv_f16", "f16")
+CAUSAL = ("none", "top-left", "bottom-right")
+# SDPA backends: (short name, torch.nn.attention.SDPBackend member, largest head dim tried).
+BACKENDS = (("efficient", "EFFICIENT_ATTENTION", None), ("flash", "FLASH_ATTENTION", 256),
+            ("cudnn", "CUDNN_ATTENTION", 256))
+DEFAULT_DIMS = "64,128,256,320:1024:64"
+GEMM_SIZE = 8192
+# A spin kernel of about a millisecond ahead of each timed call keeps the GPU busy while the host
+# enqueues the call, so that host-side overhead (Python, ctypes, PyTorch dispatch) is not timed.
+SPIN_CYCLES = 2_000_000
+
+
+# --- Options --------------------------------------------------------------------------------------
 
 def head_dims(text):
+    """"320,512", "320:1024:64" (first:last:step) or a mix, each from 1 to 1024."""
     dims = []
     for part in text.split(","):
-        if ":" in part:
-            first, last, step = (int(x) for x in part.split(":"))
-            dims.extend(range(first, last + 1, step))
+        pieces = part.split(":")
+        try:
+            numbers = [int(p) for p in pieces]
+        except ValueError:
+            numbers = []
+        if len(numbers) == 1:
+            dims.append(numbers[0])
+        elif len(numbers) == 3 and numbers[2] > 0 and numbers[0] <= numbers[1]:
+            dims.extend(range(numbers[0], numbers[1] + 1, numbers[2]))
         else:
-            dims.append(int(part))
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: expected head dims as a list (320,512) or ranges first:last:step "
+                "(320:1024:64) with first <= last")
+    if not dims or not all(1 <= d <= 1024 for d in dims):
+        raise argparse.ArgumentTypeError(f"{text!r}: head dims go from 1 to 1024")
     return dims
 
 
+def choices_list(allowed):
+    """An argparse type: a comma-separated list of words out of `allowed`."""
+    def parse(text):
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        wrong = [v for v in values if v not in allowed]
+        if wrong or not values:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: allowed: {', '.join(allowed)} (comma-separated)")
+        return values
+    return parse
+
+
+def positive(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: an integer of at least {minimum}")
+        return value
+    return parse
+
+
+def policy(text):
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE, e.g. FFPA_POLICY_STAGES=2")
+    if name.upper().removeprefix("FFPA_POLICY_") == "ACCUMULATOR":
+        raise argparse.ArgumentTypeError(f"{text!r}: the accumulator is set with --acc")
+    return name, value
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Without --lib, libffpa is taken from FFPA_LIBRARY, else from DIR/src of --build "
+               "(default: build), else found by the loader.")
+    parser.add_argument("--B", type=positive(1), default=1, help="batch (default 1)")
+    parser.add_argument("--H", type=positive(1), default=48, help="heads (default 48)")
+    parser.add_argument("--N", type=positive(1), default=8192, help="sequence length (default 8192)")
+    parser.add_argument("--D", type=head_dims, default=head_dims(DEFAULT_DIMS),
+                        help=f"head dims: 320,512 or 320:1024:64 or both (default {DEFAULT_DIMS})")
+    parser.add_argument("--dtype", type=choices_list(DTYPES), default=list(DTYPES),
+                        help="f16, bf16 (default both)")
+    parser.add_argument("--acc", type=choices_list(ACCUMULATORS), default=["f32"],
+                        help="libffpa's accumulator modes: f32, qk_f16, pv_f16, f16 (default f32); "
+                             "bf16 runs f32 only")
+    parser.add_argument("--causal", choices=CAUSAL, default="none",
+                        help="mask (default none); with Nq = Nkv both alignments are the same")
+    parser.add_argument("--policy", type=policy, action="append", default=[],
+                        help="NAME=VALUE: a libffpa knob as ffpa-info --knobs lists it (repeatable)")
+    parser.add_argument("--bwd", action="store_true", help="also time the backward passes")
+    parser.add_argument("--warmup", type=positive(0), default=3, help="untimed calls first (default 3)")
+    parser.add_argument("--iters", type=positive(1), default=10, help="timed calls (default 10)")
+    parser.add_argument("--rotate", type=positive(1), default=2,
+                        help="input sets used in turn so that L2 does not hold them (default 2)")
+    parser.add_argument("--lib", help="libffpa.so.0, or its directory")
+    parser.add_argument("--build", default=str(REPO / "build"), help="Meson build directory")
+    parser.add_argument("--out", default="bench-results", help="output directory (default bench-results)")
+    args = parser.parse_args(argv)
+    if not any(accumulators_for(dtype, args.acc) for dtype in args.dtype):
+        parser.error("--acc: the fp16-accumulation modes need --dtype f16")
+    return args
+
+
+def library_path(args, environ):
+    """The libffpa to load: --lib, else FFPA_LIBRARY, else the build directory's, else None
+    (the loader's search path)."""
+    if args.lib:
+        return args.lib
+    if environ.get("FFPA_LIBRARY"):
+        return environ["FFPA_LIBRARY"]
+    built = pathlib.Path(args.build) / "src" / "libffpa.so.0"
+    return str(built) if built.exists() else None
+
+
+# --- Numbers ----------------------------------------------------------------------------------------
+
 def forward_flops(b, h, nq, nkv, dqk, dv, causal):
-    return 2.0 * b * h * nq * nkv * (dqk + dv) * (0.5 if causal else 1.0)
+    """The standard count: 2 * B * H * Nq * Nkv * (Dqk + Dv), halved with a causal mask."""
+    return 2.0 * b * h * nq * nkv * (dqk + dv) * (0.5 if causal != "none" else 1.0)
 
 
-def markdown(rows, columns):
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
+def backward_flops(forward):
+    return 2.5 * forward
+
+
+def tflops(flops, ms):
+    return flops / (ms * 1e9) if ms else None
+
+
+def accumulators_for(dtype, accumulators):
+    """The fp16-accumulation modes exist for fp16 inputs only."""
+    return [a for a in accumulators if a == "f32" or dtype == "f16"]
+
+
+def backends_for(d):
+    return [(name, member) for name, member, largest in BACKENDS if largest is None or d <= largest]
+
+
+def tolerance(accumulator):
+    """The largest |O_ffpa - O_sdpa| a row may show, as a fraction of max |O_sdpa|: fp16
+    accumulation rounds every partial sum to 11 bits."""
+    return 2e-2 if accumulator == "f32" else 5e-2
+
+
+def verdict(max_abs, largest, accumulator):
+    return "ok" if max_abs <= tolerance(accumulator) * largest else "FAIL"  # NaN fails
+
+
+def finish_row(row, flops):
+    """Adds TFLOPS and speedups to a row of measured milliseconds (None where not measured)."""
+    row["ffpa_tflops"] = tflops(flops, row.get("ffpa_ms"))
+    row["ffpa_bwd_tflops"] = tflops(backward_flops(flops), row.get("ffpa_bwd_ms"))
+    for name, _, _ in BACKENDS:
+        row[f"{name}_tflops"] = tflops(flops, row.get(f"{name}_ms"))
+        row[f"{name}_bwd_tflops"] = tflops(backward_flops(flops), row.get(f"{name}_bwd_ms"))
+    for name in ("efficient", "flash"):
+        mine, theirs = row.get("ffpa_ms"), row.get(f"{name}_ms")
+        row[f"vs_{name}"] = theirs / mine if mine and theirs else None
+    mine, theirs = row.get("ffpa_bwd_ms"), row.get("efficient_bwd_ms")
+    row["bwd_vs_efficient"] = theirs / mine if mine and theirs else None
+    return row
+
+
+# --- Tables and plot ----------------------------------------------------------------------------------
+
+# (header, row key, format of a number)
+COLUMNS = [("d", "d", "{}"), ("dtype", "dtype", "{}"), ("acc", "acc", "{}"),
+           ("ffpa ms", "ffpa_ms", "{:.3f}"), ("ffpa TFLOPS", "ffpa_tflops", "{:.1f}"),
+           ("efficient TFLOPS", "efficient_tflops", "{:.1f}"), ("flash TFLOPS", "flash_tflops", "{:.1f}"),
+           ("cudnn TFLOPS", "cudnn_tflops", "{:.1f}"), ("ffpa/efficient", "vs_efficient", "{:.2f}x"),
+           ("ffpa/flash", "vs_flash", "{:.2f}x"), ("max abs vs SDPA", "max_abs", "{:.2e}"),
+           ("check", "check", "{}")]
+BACKWARD_COLUMNS = [("ffpa bwd ms", "ffpa_bwd_ms", "{:.3f}"), ("ffpa bwd TFLOPS", "ffpa_bwd_tflops", "{:.1f}"),
+                    ("efficient bwd TFLOPS", "efficient_bwd_tflops", "{:.1f}"),
+                    ("flash bwd TFLOPS", "flash_bwd_tflops", "{:.1f}"),
+                    ("cudnn bwd TFLOPS", "cudnn_bwd_tflops", "{:.1f}"),
+                    ("bwd ffpa/efficient", "bwd_vs_efficient", "{:.2f}x")]
+KERNEL_COLUMN = [("ffpa kernel", "kernel", "{}")]
+
+
+def columns(backward):
+    return COLUMNS + (BACKWARD_COLUMNS if backward else []) + KERNEL_COLUMN
+
+
+def cell(row, key, fmt):
+    value = row.get(key)
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return fmt.format(value)
+
+
+def markdown_table(rows, cols):
+    lines = ["| " + " | ".join(header for header, _, _ in cols) + " |",
+             "|" + "|".join("---:" if fmt != "{}" else "---" for _, _, fmt in cols) + "|"]
+    for row in rows:
+        cells = [cell(row, key, fmt).replace("|", "\\|") for _, key, fmt in cols]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def write_png(path, series, labels, width=900, height=500):
-    """A line plot (one colour per series, y from 0) as an RGB PNG, with zlib only."""
-    pixels = [[(255, 255, 255)] * width for _ in range(height)]
-    colours = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
-    top = max([v for values in series.values() for v in values if v] + [1.0])
-    margin = 40
-
-    def point(i, value):
-        x = margin + i * (width - 2 * margin) // max(len(labels) - 1, 1)
-        y = height - margin - int((height - 2 * margin) * value / top)
-        return x, y
-
-    for x in range(margin, width - margin):
-        pixels[height - margin][x] = (0, 0, 0)
-    for y in range(margin, height - margin):
-        pixels[y][margin] = (0, 0, 0)
-    for colour, values in zip(colours, series.values()):
-        previous = None
-        for i, value in enumerate(values):
-            if not value:
-                previous = None
-                continue
-            x, y = point(i, value)
-            for dx in range(-2, 3):
-                for dy in range(-2, 3):
-                    pixels[min(max(y + dy, 0), height - 1)][min(max(x + dx, 0), width - 1)] = colour
-            if previous:
-                steps = max(abs(x - previous[0]), abs(y - previous[1]), 1)
-                for s in range(steps):
-                    px = previous[0] + (x - previous[0]) * s // steps
-                    py = previous[1] + (y - previous[1]) * s // steps
-                    pixels[py][px] = colour
-            previous = (x, y)
-    raw = b"".join(b"\x00" + bytes(c for p in row for c in p) for row in pixels)
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    with open(path, "wb") as out:
-        out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-                  + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+def write_csv(path, rows, cols):
+    """Raw numbers (no rounding), empty where not measured."""
+    with open(path, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow([header for header, _, _ in cols])
+        for row in rows:
+            writer.writerow(["" if row.get(key) is None else row[key] for _, key, _ in cols])
 
 
-def plot(path, series, labels, title):
+def plot_panels(rows, dtypes):
+    """One panel per dtype: forward TFLOPS by head dim, for libffpa (each accumulator mode) and
+    each SDPA backend that ran."""
+    panels = []
+    for dtype in dtypes:
+        subset = [r for r in rows if r["dtype"] == dtype]
+        dims = sorted({r["d"] for r in subset})
+        modes = list(dict.fromkeys(r["acc"] for r in subset))
+        series = {}
+        for mode in modes:
+            label = "libffpa" if modes == ["f32"] else f"libffpa {mode}"
+            by_dim = {r["d"]: r.get("ffpa_tflops") for r in subset if r["acc"] == mode}
+            series[label] = [by_dim.get(d) for d in dims]
+        for name, _, _ in BACKENDS:
+            by_dim = {r["d"]: r.get(f"{name}_tflops") for r in subset}
+            values = [by_dim.get(d) for d in dims]
+            if any(v is not None for v in values):
+                series[f"SDPA {name}"] = values
+        panels.append((f"{dtype} forward TFLOPS", dims, series))
+    return panels
+
+
+def plot(path, panels, title):
+    """matplotlib where it is installed, else png_plot. Returns which one drew."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        write_png(path, series, labels)
-        return
-    fig, ax = plt.subplots(figsize=(10, 5))
-    for name, values in series.items():
-        ax.plot(labels, [v if v else float("nan") for v in values], marker="o", label=name)
-    ax.set_xlabel("head dim")
-    ax.set_ylabel("TFLOPS")
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+        png_plot.line_chart(path, panels, title)
+        return "png_plot"
+    figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for ax, (name, dims, series) in zip(axes[0], panels):
+        positions = list(range(len(dims)))  # head dims are not evenly spaced: one slot each
+        for label, values in series.items():
+            ax.plot(positions, [math.nan if v is None else v for v in values], marker="o", label=label)
+        ax.set_xticks(positions)
+        ax.set_xticklabels([str(d) for d in dims])
+        ax.set_xlabel("head dim")
+        ax.set_ylabel("TFLOPS")
+        ax.set_ylim(bottom=0)
+        ax.set_title(name)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    figure.suptitle(title)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return "matplotlib"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--B", type=int, default=1)
-    parser.add_argument("--H", type=int, default=48)
-    parser.add_argument("--N", type=int, default=8192)
-    parser.add_argument("--D", type=head_dims, default=head_dims("64,128,256,320:1024:64"))
-    parser.add_argument("--dtype", default="f16,bf16")
-    parser.add_argument("--causal", action="store_true")
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--rotate", type=int, default=2)
-    parser.add_argument("--out", default=".")
-    args = parser.parse_args()
+def report_header(args, device, versions, gemm_tflops):
+    return (f"# libffpa and PyTorch SDPA side by side\n\n"
+            f"{device}; {versions}\n\n"
+            f"B={args.B} H={args.H} N={args.N} causal={args.causal}; forward FLOPs "
+            f"2*B*H*N*N*(Dqk+Dv){', halved for the mask' if args.causal != 'none' else ''}, backward 2.5x; "
+            f"median of {args.iters} calls after {args.warmup} warm-up, {args.rotate} input sets in turn\n\n"
+            f"Ceiling: cuBLAS bf16 GEMM {GEMM_SIZE}^3 (torch.matmul) at {gemm_tflops:.0f} TFLOPS\n\n"
+            f"check: max |O_ffpa - O_sdpa| within {tolerance('f32'):g} (f32 accumulation) or "
+            f"{tolerance('f16'):g} (fp16 accumulation) times max |O_sdpa|\n\n")
 
+
+# --- The run on the GPU ---------------------------------------------------------------------------------
+
+def run(args):
+    """Measures every row; returns (rows, notes, header)."""
     import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     import ffpa
 
-    dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
-    os.makedirs(args.out, exist_ok=True)
     device = torch.device("cuda")
+    dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
+    stream = torch.cuda.current_stream()
+    is_causal = args.causal != "none"
+    attn = ffpa.AttentionDesc(causal=args.causal)
+    notes = []
 
-    def timed(fn, inputs):
-        for i in range(3):
-            fn(*inputs[i % len(inputs)])
+    def time_calls(call, sets):
+        for i in range(args.warmup):
+            call(sets[i % len(sets)])
         times = []
         for i in range(args.iters):
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(*inputs[i % len(inputs)])
-            stop.record()
+            if hasattr(torch.cuda, "_sleep"):
+                torch.cuda._sleep(SPIN_CYCLES)
+            start.record(stream)
+            call(sets[(args.warmup + i) % len(sets)])
+            stop.record(stream)
             stop.synchronize()
             times.append(start.elapsed_time(stop))
         return statistics.median(times)
 
-    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
-    gemm_ms = timed(lambda x: x @ x, [(a,)])
-    print(f"cuBLAS bf16 GEMM 8192^3: {2 * 8192 ** 3 / gemm_ms / 1e9:.0f} TFLOPS "
-          f"({torch.cuda.get_device_name()})")
-    del a
+    a = torch.randn(GEMM_SIZE, GEMM_SIZE, device=device, dtype=torch.bfloat16)
+    b = torch.randn(GEMM_SIZE, GEMM_SIZE, device=device, dtype=torch.bfloat16)
+    gemm_tflops = tflops(2.0 * GEMM_SIZE ** 3, time_calls(lambda s: torch.matmul(*s), [(a, b)]))
+    print(f"cuBLAS bf16 GEMM {GEMM_SIZE}^3: {gemm_tflops:.0f} TFLOPS", flush=True)
+    del a, b
+
+    handles = {}
+    for mode in args.acc:
+        handle = ffpa.Handle()
+        handle.stream = stream.cuda_stream
+        for name, value in args.policy:
+            handle.set_policy(name, int(value) if value.lstrip("-").isdigit() else value)
+        handle.set_policy("ACCUMULATOR", mode)
+        handles[mode] = handle
 
     rows = []
-    for dname in args.dtype.split(","):
-        dtype = dtypes[dname]
+    generator = torch.Generator(device=device)
+    for dtype_name in args.dtype:
+        dtype = dtypes[dtype_name]
         for d in args.D:
+            generator.manual_seed(16 * d + args.dtype.index(dtype_name))
             shape = (args.B, args.H, args.N, d)
-            inputs = [tuple(torch.empty(shape, device=device, dtype=dtype).uniform_(-2 if j < 2 else -1, 2 if j < 2 else 1)
-                            for j in range(3)) for _ in range(args.rotate)]
-            flops = forward_flops(args.B, args.H, args.N, args.N, d, d, args.causal)
-            row = {"dtype": dname, "d": d}
-            mine = ffpa.forward(*inputs[0], causal=args.causal)
-            try:
-                ms = timed(lambda q, k, v: ffpa.forward(q, k, v, causal=args.causal), inputs)
-                row["ffpa ms"] = f"{ms:.3f}"
-                row["ffpa TFLOPS"] = round(flops / ms / 1e9, 1)
-            except ffpa.FfpaError as error:
-                row["ffpa ms"] = f"error: {error}"
-            for backend in BACKENDS:
-                if backend != "EFFICIENT_ATTENTION" and d > 256:
-                    continue
-                try:
-                    with sdpa_kernel(getattr(SDPBackend, backend)):
-                        ms = timed(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=args.causal),
-                                   inputs)
-                        if backend == "EFFICIENT_ATTENTION":
-                            theirs = F.scaled_dot_product_attention(*inputs[0], is_causal=args.causal)
-                            error = (mine.float() - theirs.float()).abs().max().item()
-                            row["max abs vs SDPA"] = f"{error:.2e}"
-                            row["check"] = "ok" if error <= 2e-2 and not math.isnan(error) else "FAIL"
-                    row[backend + " TFLOPS"] = round(flops / ms / 1e9, 1)
-                except RuntimeError:
-                    pass
-            for backend, short in (("EFFICIENT_ATTENTION", "efficient"), ("FLASH_ATTENTION", "flash")):
-                if row.get(backend + " TFLOPS") and row.get("ffpa TFLOPS"):
-                    row["vs " + short] = f"{row['ffpa TFLOPS'] / row[backend + ' TFLOPS']:.2f}x"
-            rows.append(row)
-            print(row, flush=True)
-            del inputs, mine
-            torch.cuda.empty_cache()
 
-    columns = ["dtype", "d", "ffpa ms", "ffpa TFLOPS"] + [b + " TFLOPS" for b in BACKENDS] + [
-        "vs efficient", "vs flash", "max abs vs SDPA", "check"]
-    table = markdown(rows, columns)
+            def uniform(bound):
+                return torch.empty(shape, device=device, dtype=dtype).uniform_(-bound, bound, generator=generator)
+
+            # Q and K in [-2, 2) give a peaked softmax, as real attention has; V and dO in [-1, 1).
+            sets = [(uniform(2), uniform(2), uniform(1), uniform(1) if args.bwd else None)
+                    for _ in range(args.rotate)]
+            flops = forward_flops(args.B, args.H, args.N, args.N, d, d, args.causal)
+            sdpa = {}
+            expected = None
+            for name, member in backends_for(d):
+                try:
+                    with sdpa_kernel(getattr(SDPBackend, member)), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # the refusal's reasons come as warnings
+                        sdpa[f"{name}_ms"] = time_calls(
+                            lambda s: F.scaled_dot_product_attention(s[0], s[1], s[2], is_causal=is_causal), sets)
+                        if expected is None:
+                            expected = F.scaled_dot_product_attention(*sets[0][:3], is_causal=is_causal)
+                        if args.bwd:
+                            sdpa[f"{name}_bwd_ms"] = time_sdpa_backward(torch, F, sets, is_causal, time_calls)
+                except RuntimeError as error:
+                    notes.append(f"d={d} {dtype_name}: SDPA {name} refused: {str(error).splitlines()[0]}")
+            for mode in accumulators_for(dtype_name, args.acc):
+                row = {"d": d, "dtype": dtype_name, "acc": mode, **sdpa}
+                try:
+                    measure_ffpa(ffpa, torch, handles[mode], attn, sets, expected, args, time_calls, row)
+                except ffpa.FfpaError as error:
+                    row["check"] = "ERROR"
+                    notes.append(f"d={d} {dtype_name} acc={mode}: libffpa: {error}")
+                rows.append(finish_row(row, flops))
+                print(f"{dtype_name} d={d} acc={mode}: ffpa {cell(row, 'ffpa_tflops', '{:.1f}')} TFLOPS, "
+                      f"efficient {cell(row, 'efficient_tflops', '{:.1f}')}, check {row.get('check', '-')}",
+                      flush=True)
+            del sets, expected
+            torch.cuda.empty_cache()
+    for handle in handles.values():
+        handle.close()
+    versions = f"PyTorch {torch.__version__}; {ffpa.build_info()}"
+    return rows, notes, report_header(args, torch.cuda.get_device_name(), versions, gemm_tflops)
+
+
+def time_sdpa_backward(torch, F, sets, is_causal, time_calls):
+    """The backward of one forward per input set, run again and again (retain_graph)."""
+    graphs = []
+    for q, k, v, do in sets:
+        leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+        graphs.append((F.scaled_dot_product_attention(*leaves, is_causal=is_causal), leaves, do))
+    return time_calls(lambda g: torch.autograd.grad(g[0], g[1], g[2], retain_graph=True), graphs)
+
+
+def measure_ffpa(ffpa, torch, handle, attn, sets, expected, args, time_calls, row):
+    """libffpa's forward (and backward) on the same tensors, through prepared descriptors, so that
+    each timed call is one ctypes call."""
+    q, k, v, do = sets[0]
+    desc = ffpa.array_view(q).tensor_desc()
+    outs = [torch.empty_like(q) for _ in sets]
+    lses = [torch.empty(q.shape[:3], device=q.device, dtype=torch.float32) for _ in sets]
+    lse_desc = ffpa.array_view(lses[0]).tensor_desc()
+    nbytes = handle.forward_workspace_size(attn, desc, desc, desc, desc, lse_desc)
+    workspace = torch.empty(max(nbytes, 1), device=q.device, dtype=torch.uint8)
+    row["kernel"] = handle.describe_forward_plan(attn, desc, desc, desc, desc, lse_desc).kernel
+    calls = []
+    for (q, k, v, do), o, lse in zip(sets, outs, lses):
+        o.fill_(math.nan)  # poisoned: an element the call leaves unwritten shows in the check
+        calls.append((q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr()))
+
+    def forward(ptrs):
+        handle.forward(attn, desc, ptrs[0], desc, ptrs[1], desc, ptrs[2], desc, ptrs[3], lse=lse_desc,
+                       lse_ptr=ptrs[4], workspace=workspace.data_ptr(), workspace_size=nbytes)
+
+    forward(calls[0])
+    if expected is not None:
+        difference = (outs[0].float() - expected.float()).abs().max().item()
+        row["max_abs"] = difference
+        row["check"] = verdict(difference, expected.float().abs().max().item(), row["acc"])
+    row["ffpa_ms"] = time_calls(forward, calls)
+    if args.bwd:
+        for ptrs in calls:
+            forward(ptrs)  # each backward reads the O and LSE of its own input set
+        grads = [torch.empty_like(q) for _ in range(3)]
+        back_bytes = handle.backward_workspace_size(attn, desc, desc, desc, desc, desc, lse_desc, desc, desc, desc)
+        back = torch.empty(max(back_bytes, 1), device=q.device, dtype=torch.uint8)
+
+        def backward(i):
+            (q, k, v, do), o, lse = sets[i], outs[i], lses[i]
+            handle.backward(attn, desc, q.data_ptr(), desc, k.data_ptr(), desc, v.data_ptr(), desc, o.data_ptr(),
+                            desc, do.data_ptr(), lse_desc, lse.data_ptr(), desc, grads[0].data_ptr(), desc,
+                            grads[1].data_ptr(), desc, grads[2].data_ptr(), workspace=back.data_ptr(),
+                            workspace_size=back_bytes)
+
+        row["ffpa_bwd_ms"] = time_calls(backward, list(range(len(sets))))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    path = library_path(args, os.environ)
+    if path:
+        os.environ["FFPA_LIBRARY"] = path
+    sys.path.insert(0, str(REPO / "bindings" / "python"))
+    try:
+        import torch
+        available = torch.cuda.is_available()
+    except ImportError as error:
+        available, torch = False, error
+    if not available:
+        print(f"side_by_side.py: needs PyTorch with a CUDA GPU ({torch}); nothing to time", file=sys.stderr)
+        return 77
+    import ffpa
+    try:
+        rows, notes, header = run(args)
+    except ffpa.LibraryNotFound as error:
+        print(f"side_by_side.py: {error} (see --lib and --build)", file=sys.stderr)
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    cols = columns(args.bwd)
+    table = markdown_table(rows, cols)
+    notes_text = "".join(f"- {note}\n" for note in notes)
     with open(os.path.join(args.out, "side_by_side.md"), "w") as out:
-        out.write(f"{torch.cuda.get_device_name()}, B={args.B} H={args.H} N={args.N}"
-                  f"{' causal' if args.causal else ''}, median of {args.iters}\n\n" + table)
-    with open(os.path.join(args.out, "side_by_side.csv"), "w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    for dname in args.dtype.split(","):
-        subset = [r for r in rows if r["dtype"] == dname]
-        series = {name: [r.get(key) for r in subset] for name, key in
-                  (("libffpa", "ffpa TFLOPS"), ("SDPA efficient", "EFFICIENT_ATTENTION TFLOPS"),
-                   ("SDPA flash", "FLASH_ATTENTION TFLOPS"), ("SDPA cuDNN", "CUDNN_ATTENTION TFLOPS"))}
-        plot(os.path.join(args.out, f"side_by_side_{dname}.png"), series, [r["d"] for r in subset],
-             f"{torch.cuda.get_device_name()} {dname}: forward TFLOPS")
-    print(table)
-    return 1 if any(r.get("check") == "FAIL" for r in rows) else 0
+        out.write(header + table + ("\n" + notes_text if notes else ""))
+    write_csv(os.path.join(args.out, "side_by_side.csv"), rows, cols)
+    drawn = plot(os.path.join(args.out, "side_by_side.png"), plot_panels(rows, args.dtype),
+                 f"libffpa and PyTorch SDPA, B={args.B} H={args.H} N={args.N}")
+    print("\n" + header + table + notes_text)
+    print(f"wrote {args.out}/side_by_side.md, .csv and .png (plot by {drawn})")
+    return 1 if any(r.get("check") in ("FAIL", "ERROR") for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #include "common/device_attention.h"
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -30,6 +31,31 @@ void check_cuda(cudaError_t error, const char* call) {
                                                             cudaGetErrorName(error) + ": " +
                                                             cudaGetErrorString(error));
   }
+}
+
+CallTiming time_calls(cudaStream_t stream, int64_t warmup, int64_t repeat,
+                      const std::function<void(int64_t)>& call) {
+  struct Event {
+    Event() { check_cuda(cudaEventCreate(&event), "cudaEventCreate"); }
+    ~Event() { cudaEventDestroy(event); }
+    cudaEvent_t event = nullptr;
+  };
+  for (int64_t i = 0; i < warmup; ++i) call(i);
+  Event start, stop;
+  std::vector<double> times;
+  for (int64_t i = 0; i < repeat; ++i) {
+    check_cuda(cudaEventRecord(start.event, stream), "cudaEventRecord");
+    call(warmup + i);
+    check_cuda(cudaEventRecord(stop.event, stream), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop.event), "cudaEventSynchronize");
+    float ms = 0.0f;
+    check_cuda(cudaEventElapsedTime(&ms, start.event, stop.event), "cudaEventElapsedTime");
+    times.push_back(ms);
+  }
+  if (times.empty()) return {};
+  std::sort(times.begin(), times.end());
+  const size_t middle = times.size() / 2;
+  return {times.size() % 2 ? times[middle] : 0.5 * (times[middle - 1] + times[middle]), times.front()};
 }
 
 ffpaDataType_t to_ffpa(DType type) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +35,16 @@ std::string status_report(ffpaStatus_t status);
 void check(ffpaStatus_t status, const char* call);
 // Throws CallFailed (status FFPA_STATUS_EXECUTION_FAILED_CUDA) unless `error` is cudaSuccess.
 void check_cuda(cudaError_t error, const char* call);
+
+// The time of one call enqueued on `stream`, by CUDA events: the median and the fastest of
+// `repeat` timed runs after `warmup` untimed ones. call(i) is told the run's index (warm-up runs
+// first), e.g. to rotate input sets so that the L2 cache does not hold them.
+struct CallTiming {
+  double median_ms = 0.0;
+  double min_ms = 0.0;
+};
+CallTiming time_calls(cudaStream_t stream, int64_t warmup, int64_t repeat,
+                      const std::function<void(int64_t)>& call);
 
 ffpaDataType_t to_ffpa(DType type);
 ffpaCausalMode_t to_ffpa(CausalMask mask);

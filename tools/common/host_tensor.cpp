@@ -55,6 +55,7 @@ const char* layout_name(LayoutKind kind) {
     case LayoutKind::bhnd: return "BHND";
     case LayoutKind::bnhd: return "BNHD";
     case LayoutKind::padded: return "padded";
+    case LayoutKind::padded_aligned: return "padded-aligned";
   }
   return "?";
 }
@@ -74,6 +75,10 @@ namespace {
 constexpr int64_t kRowGap = 3;
 constexpr int64_t kHeadGap = 5;
 constexpr int64_t kBatchGap = 7;
+// Gaps of the aligned padded layout: multiples of 8 elements, 16 bytes of a 16-bit type.
+constexpr int64_t kAlignedRowGap = 8;
+constexpr int64_t kAlignedHeadGap = 16;
+constexpr int64_t kAlignedBatchGap = 24;
 
 }  // namespace
 
@@ -102,6 +107,11 @@ TensorLayout attention_layout(LayoutKind kind, int64_t batch, int64_t heads, int
       layout.strides[1] = seq * layout.strides[2] + kHeadGap;
       layout.strides[0] = heads * layout.strides[1] + kBatchGap;
       break;
+    case LayoutKind::padded_aligned:
+      layout.strides[2] = dim + kAlignedRowGap;
+      layout.strides[1] = seq * layout.strides[2] + kAlignedHeadGap;
+      layout.strides[0] = heads * layout.strides[1] + kAlignedBatchGap;
+      break;
   }
   return layout;
 }
@@ -113,8 +123,9 @@ TensorLayout lse_layout(LayoutKind kind, int64_t batch, int64_t heads, int64_t s
   layout.dims[1] = heads;
   layout.dims[2] = seq;
   layout.strides[2] = 1;
-  layout.strides[1] = seq + (kind == LayoutKind::padded ? kHeadGap : 0);
-  layout.strides[0] = heads * layout.strides[1] + (kind == LayoutKind::padded ? kBatchGap : 0);
+  const bool padded = kind == LayoutKind::padded || kind == LayoutKind::padded_aligned;
+  layout.strides[1] = seq + (padded ? kHeadGap : 0);
+  layout.strides[0] = heads * layout.strides[1] + (padded ? kBatchGap : 0);
   return layout;
 }
 

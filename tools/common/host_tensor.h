@@ -27,6 +27,9 @@ enum class LayoutKind {
   bhnd,    // packed; each head's [N, D] block is contiguous
   bnhd,    // packed; each position holds all heads: stride(H) = D, stride(N) = H * D
   padded,  // BHND with a gap after each row, each head and each batch (odd sizes on purpose)
+  // BHND with gaps of whole 16-byte units (for 16-bit elements), as kernels that load rows with
+  // 16-byte copies require: gaps they serve, where an out-of-bounds write shows.
+  padded_aligned,
 };
 const char* layout_name(LayoutKind kind);
 
@@ -48,7 +51,8 @@ struct TensorLayout {
 // Q, K, V, O and their gradients: [B, H, N, D].
 TensorLayout attention_layout(LayoutKind kind, int64_t batch, int64_t heads, int64_t seq,
                               int64_t dim);
-// The log-sum-exp: [B, H, N]; `padded` leaves a gap after each head and each batch.
+// The log-sum-exp: [B, H, N]; `padded` and `padded_aligned` leave a gap after each head and each
+// batch.
 TensorLayout lse_layout(LayoutKind kind, int64_t batch, int64_t heads, int64_t seq);
 
 // A tensor's bytes on the host, in the element type and layout the device uses.

@@ -34,31 +34,6 @@ struct Stream {
   ~Stream() { cudaStreamDestroy(stream); }
   cudaStream_t stream = nullptr;
 };
-struct Event {
-  Event() { check_cuda(cudaEventCreate(&event), "cudaEventCreate"); }
-  ~Event() { cudaEventDestroy(event); }
-  cudaEvent_t event = nullptr;
-};
-
-// Milliseconds of one call, the median of `repeat` timed runs after `warmup` untimed ones.
-template <typename Enqueue>
-double median_milliseconds(cudaStream_t stream, int64_t warmup, int64_t repeat, Enqueue&& enqueue) {
-  for (int64_t i = 0; i < warmup; ++i) enqueue();
-  Event start, stop;
-  std::vector<double> times;
-  for (int64_t i = 0; i < repeat; ++i) {
-    check_cuda(cudaEventRecord(start.event, stream), "cudaEventRecord");
-    enqueue();
-    check_cuda(cudaEventRecord(stop.event, stream), "cudaEventRecord");
-    check_cuda(cudaEventSynchronize(stop.event), "cudaEventSynchronize");
-    float ms = 0.0f;
-    check_cuda(cudaEventElapsedTime(&ms, start.event, stop.event), "cudaEventElapsedTime");
-    times.push_back(ms);
-  }
-  std::sort(times.begin(), times.end());
-  const size_t middle = times.size() / 2;
-  return times.size() % 2 ? times[middle] : 0.5 * (times[middle - 1] + times[middle]);
-}
 
 // The standard count: 2 * B * Hq * Nq * Nkv * (Dqk + Dv), halved with a causal mask.
 double forward_flops(const AttentionProblem& p) {
@@ -183,12 +158,14 @@ int run_demo(const ffpa_demo::DemoOptions& options, Handle& handle) {
   const size_t forward_bytes = problem.forward_workspace_size(handle, true);
   const size_t backward_bytes = problem.backward_workspace_size(handle);
   void* const scratch = workspace.reserve(std::max(forward_bytes, backward_bytes));
-  const double forward_ms = median_milliseconds(stream.stream, options.warmup, options.repeat, [&] {
-    problem.enqueue_forward(handle, scratch, forward_bytes, true);
-  });
+  const double forward_ms =
+      time_calls(stream.stream, options.warmup, options.repeat, [&](int64_t) {
+        problem.enqueue_forward(handle, scratch, forward_bytes, true);
+      }).median_ms;
   const double backward_ms =
-      median_milliseconds(stream.stream, options.warmup, options.repeat,
-                          [&] { problem.enqueue_backward(handle, scratch, backward_bytes); });
+      time_calls(stream.stream, options.warmup, options.repeat, [&](int64_t) {
+        problem.enqueue_backward(handle, scratch, backward_bytes);
+      }).median_ms;
 
   // Against float64, allowed_relative_error() uses what rounding costs on the sampled rows. Two
   // results in the same type differ by about a unit roundoff, plus in the backward what the

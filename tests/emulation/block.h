@@ -1,0 +1,124 @@
+// The emulator's state of one running block, shared by the files that implement the interface.
+// All of a block's threads run on one CPU thread, so none of this needs locking.
+#pragma once
+
+#include "emulation/fiber.h"
+#include "emulation/launch.h"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ffpa::emulation {
+
+constexpr int kWarpSize = 32;
+constexpr int kBarriers = 16;
+
+// One cp.async: 16 bytes into shared memory, from `source` or zeros.
+struct Copy {
+  uint32_t offset;  // into dynamic shared memory
+  const void* source;
+  bool valid;
+};
+
+// What a waiting thread waits for, for deadlock reports.
+enum class Waiting { Nothing, Collective, Barrier };
+
+struct ThreadState {
+  int index = 0;
+  Fiber fiber;
+  bool exited = false;
+  Waiting waiting = Waiting::Nothing;
+  int barrier = 0;  // the barrier id while waiting at one
+  Site site{};      // of the operation the thread waits at
+  std::vector<Copy> openGroup;
+  std::deque<std::vector<Copy>> committedGroups;  // oldest first
+};
+
+// The warp collectives, which every lane of a warp must reach together.
+enum class Collective {
+  LoadMatrixX4,
+  LoadMatrixX2,
+  LoadMatrixX4Trans,
+  MmaF32Half,
+  MmaF32Bf16,
+  MmaF16,
+  ShuffleXor
+};
+const char* collectiveName(Collective collective);
+
+// A lane's operands of a collective and, once the warp has them all, its results.
+struct LaneSlot {
+  Collective collective;
+  Site site;
+  uint32_t in[10];
+  uint32_t out[4];
+};
+
+struct Warp {
+  int lanes = kWarpSize;  // fewer in a block whose size is no multiple of 32
+  int arrived = 0;
+  std::array<LaneSlot, kWarpSize> slots;
+};
+
+struct Barrier {
+  int expected = 0;                 // thread count of the phase in progress; 0 when no thread waits
+  std::vector<int> waiting;         // threads that arrived in this phase, the last one excepted
+  std::vector<uint32_t> laneMasks;  // per warp: the lanes that arrived in this phase
+};
+
+// One block of a launch at a time: a CPU thread that runs blocks reuses it (and its fibers).
+struct Block {
+  Block(const Config& config, const std::function<void()>& body);
+
+  // Resets everything for a fresh run of block `index`: poisoned shared memory, no copies in
+  // flight, every thread ready.
+  void reset(Dim3 index);
+
+  const Config& config;
+  const std::function<void()>& body;
+  Dim3 index;
+  std::unique_ptr<unsigned char[]> shared;
+  std::vector<uint16_t> copiesInFlight;  // per 16-byte unit of shared memory
+  std::vector<std::unique_ptr<ThreadState>> threads;
+  std::vector<Warp> warps;
+  std::array<Barrier, kBarriers> barriers;
+  std::deque<int> ready;  // threads to run, in order
+  bool aborted = false;
+  std::string error;  // the first bug found, where it was found
+};
+
+// Thrown inside a thread's fiber to unwind it once its block has failed; never leaves the fiber.
+struct Abort {};
+
+// The block and thread that the calling fiber emulates; std::logic_error outside a kernel.
+Block& currentBlock();
+ThreadState& currentThread();
+
+// Record the first bug of the block, prefixed with the block, the calling thread (or the warp, for
+// what a collective found in all its lanes) and `site`, and unwind the calling thread.
+[[noreturn]] void fail(const std::string& message, Site site);
+[[noreturn]] void failWarp(const std::string& message, Site site);
+
+// Suspends the calling thread until another releases it (see release()); throws Abort when the
+// block fails meanwhile.
+void wait(Waiting what, Site site);
+// Makes a waiting thread runnable again, after the threads already queued.
+void release(Block& block, int thread);
+
+// Writes a group's copies into shared memory.
+void retire(Block& block, const std::vector<Copy>& group);
+
+// Why the 16 bytes at shared address `address` may not be accessed, as in "<address> is not
+// 16-byte aligned"; empty when they may.
+std::string sharedUnitProblem(const Block& block, uint32_t address);
+
+// "file:line"; index sets such as "0-15, 20" (indices in increasing order); hexadecimal numbers.
+std::string describe(Site site);
+std::string describeSet(const std::vector<int>& indices);
+std::string hex(uint64_t value);
+
+}  // namespace ffpa::emulation

@@ -1,0 +1,82 @@
+// Launching a kernel on the CPU warp emulator:
+//
+//   ffpa::emulation::launch({grid, blockThreads, sharedBytes, {inputs, outputs}}, kernel, args...);
+//
+// runs kernel(args...) once for every thread of every block of the grid. The threads of a block are
+// fibers on one CPU thread, switched only where a thread must wait (a warp collective or a
+// barrier); a thread runs until it waits, in thread-index order, which makes a run deterministic
+// and makes a missing barrier show up as a thread reading data its producer has not written yet.
+// Blocks run concurrently on several CPU threads. As on the GPU, kernels take their parameters by
+// value, global memory as pointers, which must lie in the buffers that the Config registers.
+//
+// A bug in the kernel (see KernelError) stops its block, the launch finishes the blocks that are
+// running, and launch() throws KernelError naming the block, the thread and the kernel line.
+#pragma once
+
+#include "emulation/runtime.h"
+
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace ffpa::emulation {
+
+struct Dim3 {
+  int x = 1, y = 1, z = 1;
+};
+
+// Global memory the kernel may read by cp.async or write by storeGlobal32/storeGlobalF32.
+struct Buffer {
+  Buffer(const void* data, std::size_t bytes) : data(data), bytes(bytes) {}
+  template <class T>  // implicit, so that a Config lists its vectors as they are
+  Buffer(const std::vector<T>& values) : data(values.data()), bytes(values.size() * sizeof(T)) {}
+
+  const void* data;
+  std::size_t bytes;
+};
+
+struct Config {
+  Config(Dim3 grid, int blockThreads, std::size_t sharedBytes = 0, std::vector<Buffer> buffers = {})
+      : grid(grid),
+        blockThreads(blockThreads),
+        sharedBytes(sharedBytes),
+        buffers(std::move(buffers)) {}
+
+  Dim3 grid;
+  int blockThreads;             // 1 .. 1024
+  std::size_t sharedBytes;      // dynamic shared memory of each block
+  std::vector<Buffer> buffers;  // every other global address is out of bounds
+};
+
+// A kernel bug found by the emulator:
+//   - a warp collective (ldmatrix, mma, shuffle) by a partial warp, or by lanes at different
+//     operations or call sites;
+//   - a shared address outside the block's dynamic shared memory, or not 16-byte aligned, for
+//     ldmatrix rows and cp.async destinations; sharedAddress() of a pointer outside it;
+//   - a cp.async source (when valid) or a global store outside the registered buffers, or
+//     misaligned;
+//   - an ldmatrix of shared bytes that a cp.async still in flight will write (a missing wait or
+//     barrier), or a cp.async to bytes that another one in flight already targets;
+//   - a barrier used with an invalid id or thread count, reached by part of a warp, or that can
+//     never complete; a deadlock is reported with what every thread waits for;
+//   - an exception thrown by the kernel.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+// Runs `body` as the kernel of every thread; throws KernelError for the first failed block, and
+// std::invalid_argument for an impossible configuration.
+void run(const Config& config, const std::function<void()>& body);
+}  // namespace detail
+
+// Arguments reach every thread as const lvalues, as kernel parameters do.
+template <class Kernel, class... Args>
+void launch(const Config& config, Kernel kernel, const Args&... args) {
+  detail::run(config, [&] { kernel(args...); });
+}
+
+}  // namespace ffpa::emulation

@@ -1,0 +1,124 @@
+// The kernels' hardware interface (kernels/common/platform.cuh, element.cuh, ptx.cuh) for the CPU
+// warp emulator: platform.cuh includes this header when FFPA_EMULATE is defined, and the other two
+// then compile none of their CUDA code. Names and semantics are those of the CUDA versions; the
+// comments there give the fragment layouts. Tests launch kernels through emulation/launch.h.
+//
+// Every function that can detect a bug takes the caller's source position as a defaulted last
+// argument, so that error messages name the kernel line, and so that a warp collective reached by
+// lanes at different call sites (divergence) is reported. Positions are lines (GCC has no column
+// builtin): two calls on one line count as one site, and so do the calls expanded from one macro.
+//
+// Shared addresses (sharedAddress(), and what ldmatrix and cp.async take) are kSharedBase plus
+// the byte offset into dynamic shared memory.
+#pragma once
+
+#include <cstdint>
+
+#define FFPA_DEVICE inline
+#define FFPA_KERNEL
+#define FFPA_LAUNCH_BOUNDS(threads, blocks)
+#define FFPA_GRID_CONSTANT
+
+namespace ffpa::emulation {
+
+// Storage of the 16-bit element types: bits only, as kernels never compute on single elements.
+struct Half {
+  uint16_t bits;
+};
+struct Bfloat16 {
+  uint16_t bits;
+};
+
+// A call site, captured by the default argument `emulation::Site site = emulation::Site::here()`.
+struct Site {
+  const char* file;
+  int line;
+  static constexpr Site here(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    return {file, line};
+  }
+};
+
+// The shared address of the first byte of dynamic shared memory. Not 0, and above any block's
+// shared memory size, so that a byte offset passed where a shared address is expected falls
+// outside shared memory and is reported (on the GPU, too, the window need not start at 0).
+inline constexpr uint32_t kSharedBase = 1u << 20;
+
+// copyAsyncWait<pending>: retires the calling thread's oldest committed cp.async groups until at
+// most `pending` remain.
+void retireCopyGroups(int pending);
+
+}  // namespace ffpa::emulation
+
+namespace ffpa::kernels {
+
+struct HalfTag {
+  using Element = emulation::Half;
+};
+struct Bf16Tag {
+  using Element = emulation::Bfloat16;
+};
+
+// CUDA's float2, for unpackPair.
+struct float2 {
+  float x, y;
+};
+
+// --- platform.cuh: the calling thread's position and its block's shared memory -----------------
+int threadIndex();
+int blockIndexX();
+int blockIndexY();
+int blockIndexZ();
+// 16-byte aligned; filled with 0xFF bytes (NaN in fp16 and bf16) when the block starts.
+unsigned char* sharedMemory();
+
+// --- element.cuh: conversions, round to nearest even; usable outside kernels too ---------------
+uint32_t packPair(float low, float high, HalfTag);
+uint32_t packPair(float low, float high, Bf16Tag);
+float2 unpackPair(uint32_t bits, HalfTag);
+float2 unpackPair(uint32_t bits, Bf16Tag);
+uint32_t scalePair(uint32_t bits, float factor);
+
+// --- ptx.cuh ---------------------------------------------------------------------------------
+uint32_t sharedAddress(const void* pointer, emulation::Site site = emulation::Site::here());
+
+// Queued in the thread's open group; shared memory is written only when a copyAsyncWait retires
+// the group (or the thread ends), so reading too early sees the old bytes.
+void copyAsync16(uint32_t shared, const void* global, bool valid,
+                 emulation::Site site = emulation::Site::here());
+void copyAsyncCommit();
+template <int Pending>
+void copyAsyncWait() {
+  static_assert(Pending >= 0, "cp.async.wait_group takes a count of groups");
+  emulation::retireCopyGroups(Pending);
+}
+
+void loadMatrixX4(uint32_t (&r)[4], uint32_t shared,
+                  emulation::Site site = emulation::Site::here());
+void loadMatrixX2(uint32_t (&r)[2], uint32_t shared,
+                  emulation::Site site = emulation::Site::here());
+void loadMatrixX4Trans(uint32_t (&r)[4], uint32_t shared,
+                       emulation::Site site = emulation::Site::here());
+
+// Each result is summed in double and rounded once to fp32 (and then to fp16 for mmaF16). The
+// hardware adds in its own order and precision, so tests compare with a tolerance.
+void mmaF32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+            HalfTag, emulation::Site site = emulation::Site::here());
+void mmaF32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+            Bf16Tag, emulation::Site site = emulation::Site::here());
+void mmaF16(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2],
+            const uint32_t (&c)[2], emulation::Site site = emulation::Site::here());
+
+float shuffleXor(float value, int laneMask, emulation::Site site = emulation::Site::here());
+
+void namedBarrier(int id, int threads, emulation::Site site = emulation::Site::here());
+void blockBarrier(emulation::Site site = emulation::Site::here());
+
+// Computed in double and rounded to fp32 (more accurate than the hardware's ~2^-22), with the
+// hardware's flush of subnormal inputs and results to zero.
+float exp2Approx(float x);
+float log2Approx(float x);
+
+void storeGlobal32(void* global, uint32_t value, emulation::Site site = emulation::Site::here());
+void storeGlobalF32(float* global, float value, emulation::Site site = emulation::Site::here());
+
+}  // namespace ffpa::kernels

@@ -1,0 +1,108 @@
+// shuffleXor, block and named barriers, thread and block indices.
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "emulation/launch.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+using namespace ffpa::kernels;
+using ffpa::emulation::launch;
+
+namespace {
+
+// Lane l of warp w holds 100 w + l; for every mask, it records what it receives.
+void shuffleAll(int masks, float* out) {
+  const int t = threadIndex();
+  for (int mask = 0; mask < masks; ++mask) {
+    storeGlobalF32(&out[masks * t + mask],
+                   shuffleXor(static_cast<float>(100 * (t / 32) + t % 32), mask));
+  }
+}
+
+// `rounds` times: every thread writes its slot, then (after a barrier) checks another thread's
+// slot, then waits again before the slots are rewritten. Records the mismatches it saw.
+void exchangeRounds(int rounds, uint32_t* mismatches) {
+  const int t = threadIndex(), threads = 256;
+  auto* slots = reinterpret_cast<int*>(sharedMemory());
+  uint32_t wrong = 0;
+  for (int round = 0; round < rounds; ++round) {
+    slots[t] = 1000 * round + t;
+    blockBarrier();
+    const int other = (t + 7 * round + 1) % threads;
+    wrong += slots[other] != 1000 * round + other;
+    blockBarrier();
+  }
+  storeGlobal32(&mismatches[t], wrong);
+}
+
+// Warps 0-1 exchange data through barrier 1, warps 2-3 through barrier 2, each pair its own
+// number of rounds: neither pair stops the other.
+void pairedRounds(uint32_t* mismatches) {
+  const int t = threadIndex(), pair = t / 64, inPair = t % 64;
+  const int rounds = pair == 0 ? 40 : 70;
+  int* slots = reinterpret_cast<int*>(sharedMemory()) + 64 * pair;
+  uint32_t wrong = 0;
+  for (int round = 0; round < rounds; ++round) {
+    slots[inPair] = 1000 * round + t;
+    namedBarrier(1 + pair, 64);
+    const int other = (inPair + round + 1) % 64;
+    wrong += slots[other] != 1000 * round + 64 * pair + other;
+    namedBarrier(1 + pair, 64);
+  }
+  blockBarrier();
+  storeGlobal32(&mismatches[t], wrong);
+}
+
+void recordIndices(int threads, uint32_t* out) {
+  const int block = blockIndexX() + 3 * (blockIndexY() + 2 * blockIndexZ());
+  const uint32_t code = static_cast<uint32_t>(blockIndexX() | blockIndexY() << 4 |
+                                              blockIndexZ() << 8 | threadIndex() << 12);
+  storeGlobal32(&out[threads * block + threadIndex()], code);
+}
+
+}  // namespace
+
+TEST_CASE("shuffleXor reads lane ^ mask; masks past the warp give the lane its own value") {
+  const int masks = 40;
+  std::vector<float> out(64 * masks);
+  launch({{}, 64, 0, {out}}, shuffleAll, masks, out.data());
+  for (int t = 0; t < 64; ++t) {
+    for (int mask = 0; mask < masks; ++mask) {
+      const int lane = t % 32, source = (lane ^ mask) < 32 ? lane ^ mask : lane;
+      REQUIRE(out[masks * t + mask] == static_cast<float>(100 * (t / 32) + source));
+    }
+  }
+}
+
+TEST_CASE("blockBarrier orders shared memory, round after round") {
+  std::vector<uint32_t> mismatches(256, 1u);
+  launch({{}, 256, 256 * 4, {mismatches}}, exchangeRounds, 200, mismatches.data());
+  CHECK(mismatches == std::vector<uint32_t>(256, 0u));
+}
+
+TEST_CASE("named barriers synchronize their warps only") {
+  std::vector<uint32_t> mismatches(128, 1u);
+  launch({{}, 128, 128 * 4, {mismatches}}, pairedRounds, mismatches.data());
+  CHECK(mismatches == std::vector<uint32_t>(128, 0u));
+}
+
+TEST_CASE("every thread of every block runs once, with its indices") {
+  for (int threads : {1, 48, 512}) {
+    CAPTURE(threads);
+    std::vector<uint32_t> out(12 * threads, ~0u);
+    launch({{3, 2, 2}, threads, 16, {out}}, recordIndices, threads, out.data());
+    for (int z = 0; z < 2; ++z) {
+      for (int y = 0; y < 2; ++y) {
+        for (int x = 0; x < 3; ++x) {
+          for (int t = 0; t < threads; ++t) {
+            const uint32_t code = static_cast<uint32_t>(x | y << 4 | z << 8 | t << 12);
+            REQUIRE(out[threads * (x + 3 * (y + 2 * z)) + t] == code);
+          }
+        }
+      }
+    }
+  }
+}

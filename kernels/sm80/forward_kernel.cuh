@@ -144,11 +144,11 @@ struct ForwardKernel {
     const ForwardParams& p;
     const Coordinates& c;
     uint32_t shared;  // shared address of dynamic shared memory
-    int qkPanels;     // d_qk / 16
-    int qkSteps;
-    int vSteps;
-    int stepsPerTile;
-    int totalSteps;
+    int qkPanels = 0;  // d_qk / 16
+    int qkSteps = 0;
+    int vSteps = 0;
+    int stepsPerTile = 0;
+    int totalSteps = 0;
     int issued = 0;   // steps issued so far (one commit group each)
 
     FFPA_DEVICE bool isQkStep(int step) const { return step % stepsPerTile < qkSteps; }

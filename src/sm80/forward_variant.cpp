@@ -1,272 +1,41 @@
 #include "sm80/forward_variant.h"
 
+#include "sm80/forward_resolve.h"
+
 #include "core/cuda_check.h"
 #include "core/descriptors.h"
 #include "core/error.h"
-#include "ffpa_build_config.h"
 
 #include <cuda_runtime.h>
-
-#include <cmath>
-#include <cstdint>
-#include <optional>
-#include <sstream>
 
 namespace ffpa::sm80 {
 namespace {
 
-constexpr int kMaxGridYz = 65535;
-
-// What the planner decided for one problem: the instance and everything the launch needs.
-struct Resolved {
-  const ForwardInstance* instance = nullptr;
-  ForwardShape shape{};
-  PipelineChoice choice;
-  ForwardParams layout{};  // pipeline and shared-memory fields filled
-  bool gridDnhb = false;
-  dim3 grid;
-  std::string notes;  // adaptations of knobs left at their defaults
-};
-
-// Either a decision or the reason there is none.
-struct Resolution {
-  std::optional<Resolved> resolved;
-  Support refusal;
-};
-
-Resolution refuse(Support why) { return {std::nullopt, std::move(why)}; }
-
-Support notApplicable(std::string why) { return Support::notApplicable(std::move(why)); }
-Support rejected(std::string why) {
-  return Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(why));
-}
-
-bool stagesCompiled(int stages) {
-  std::istringstream list(FFPA_BUILD_STAGES);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    if (std::stoi(item) == stages) return true;
-  }
-  return false;
-}
-
-bool isDefault(const Policy& policy, ffpaPolicyKnob_t knob) {
-  return policy.source(knob) == FFPA_POLICY_SOURCE_DEFAULT;
-}
-
-// Layout facts the kernel relies on: unit stride on d, 16-byte rows for cp.async, 4-byte O pairs.
-std::optional<std::string> layoutProblem(const AttentionProblem& problem) {
-  const struct {
-    const char* name;
-    const Strides& strides;
-    int64_t multiple;
-  } tensors[] = {{"Q", problem.q, 8}, {"K", problem.k, 8}, {"V", problem.v, 8}, {"O", problem.o, 2}};
-  for (const auto& t : tensors) {
-    if (t.strides[3] != 1) return cat(t.name, " has a head-dim stride of ", t.strides[3], " (needs 1)");
-    for (int i = 0; i < 3; ++i) {
-      if (t.strides[i] % t.multiple != 0) {
-        return cat(t.name, " strides must be multiples of ", t.multiple, " elements (",
-                   t.multiple * 2, " bytes); stride ", i, " is ", t.strides[i]);
-      }
-    }
-  }
-  return std::nullopt;
-}
-
-const ForwardInstance* findInstance(int headDimV, ffpaDataType_t dtype, ffpaAccumulator_t accumulator,
-                                    bool pipeKv, bool qInRegisters, bool vInRegisters) {
-  for (const ForwardInstance& i : forwardInstances()) {
-    if (i.headDimV == headDimV && i.dtype == dtype && i.accumulator == accumulator &&
-        i.pipeKv == pipeKv && i.qInRegisters == qInRegisters && i.vInRegisters == vInRegisters) {
-      return &i;
-    }
-  }
-  return nullptr;
-}
-
-// The smallest compiled d_v >= the problem's, for this dtype and accumulator (0 if none).
-int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t accumulator) {
-  int best = 0;
-  for (const ForwardInstance& i : forwardInstances()) {
-    if (i.dtype == dtype && i.accumulator == accumulator && i.headDimV >= headDimV &&
-        (best == 0 || i.headDimV < best)) {
-      best = i.headDimV;
-    }
-  }
-  return best;
-}
-
-Resolution resolve(const PlanRequest& r) {
-  const AttentionProblem& problem = r.problem;
-  const Policy& policy = r.policy;
-  if (problem.dtype != FFPA_DATA_TYPE_FLOAT16 && problem.dtype != FFPA_DATA_TYPE_BFLOAT16) {
-    return refuse(notApplicable(cat(dataTypeName(problem.dtype), " tensors (fp16 and bf16 only)")));
-  }
-  if (problem.headDimQk % 16 != 0 || problem.headDimV % 16 != 0 || problem.headDimQk > 1024 ||
-      problem.headDimV > 1024) {
-    return refuse(notApplicable(cat("head dims ", problem.headDimQk, "/", problem.headDimV,
-                                    " (needs multiples of 16 up to 1024)")));
-  }
-  if (auto why = layoutProblem(problem)) return refuse(notApplicable(*why));
-  if (problem.seqQ > INT32_MAX - 1024 || problem.seqKv > INT32_MAX - 1024 ||
-      problem.headsQ > INT32_MAX || problem.batch > INT32_MAX) {
-    return refuse(notApplicable("sequence lengths, heads and batch must stay below 2^31"));
-  }
-
-  const ffpaAccumulator_t accumulator = policy.accumulator();
-  const int headDimV = compiledHeadDimV(problem.headDimV, problem.dtype, accumulator);
-  if (headDimV == 0) {
-    return refuse(notApplicable(cat("no instance is compiled for d_v=", problem.headDimV,
-                                    " (compiled head dims: ", FFPA_BUILD_HEADDIMS, ")")));
-  }
-  Resolved d;
-  d.shape = forwardShape(headDimV);
-  const bool smallShape = d.shape.colWarps == 1;
-
-  // Fragment handling: template parameters, so each setting is its own compiled instance.
-  const bool pipeKv = policy.flag(FFPA_POLICY_REGISTERS_PIPE_KV);
-  const bool qInRegisters = policy.flag(FFPA_POLICY_PERSIST_Q_S2R);
-  const bool vInRegisters = smallShape && policy.flag(FFPA_POLICY_PERSIST_V_S2R);
-  if (qInRegisters && (!smallShape || problem.headDimQk > 128)) {
-    return refuse(rejected(cat("FFPA_POLICY_PERSIST_Q_S2R=1 needs d_qk <= 128 and d_v <= 128 (here ",
-                               problem.headDimQk, "/", problem.headDimV, "): the Q fragments of d_qk=",
-                               problem.headDimQk, " would take ", problem.headDimQk / 4,
-                               " registers per thread; set it to 0")));
-  }
-  d.instance = findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters);
-  if (d.instance == nullptr) {
-    return refuse(rejected(cat(
-        "no instance is compiled for FFPA_POLICY_ACCUMULATOR=", knobValueName(FFPA_POLICY_ACCUMULATOR, accumulator),
-        " with FFPA_POLICY_REGISTERS_PIPE_KV=", pipeKv, ", FFPA_POLICY_PERSIST_Q_S2R=", qInRegisters,
-        ", FFPA_POLICY_PERSIST_V_S2R=", policy.flag(FFPA_POLICY_PERSIST_V_S2R),
-        ": the fragment-handling variants are compiled with FFPA_ACCUMULATOR_F32 only, and "
-        "PERSIST_V_S2R=0 / PERSIST_Q_S2R=1 only for d_v <= 128")));
-  }
-
-  // Pipeline knobs: run-time parameters of every instance.
-  const int64_t stagesKnob = policy.value(FFPA_POLICY_STAGES);
-  if (stagesKnob != 0 && !stagesCompiled(static_cast<int>(stagesKnob))) {
-    return refuse(rejected(cat("FFPA_POLICY_STAGES=", stagesKnob, " is not in this build's stage set (",
-                               FFPA_BUILD_STAGES, "); rebuild with -Dkernel_set=full -Dall_stages=true")));
-  }
-  PipelineChoice& c = d.choice;
-  c.stages = stagesKnob == 0 ? 2 : static_cast<int>(stagesKnob);
-  c.prefetch = policy.flag(FFPA_POLICY_PREFETCH_QKV);
-  c.shareSmem = policy.flag(FFPA_POLICY_QKV_SMEM_SHARE);
-  c.swizzleQ = policy.flag(FFPA_POLICY_SMEM_SWIZZLE_Q);
-  c.swizzleK = policy.flag(FFPA_POLICY_SMEM_SWIZZLE_K);
-  c.swizzleV = policy.flag(FFPA_POLICY_SMEM_SWIZZLE_V);
-  // Persisting is for small enough head dims (seed 000's bounds); Q in registers loads Q through
-  // the persisted tile.
-  c.persistQ = qInRegisters || (policy.flag(FFPA_POLICY_PERSIST_Q_G2S) && problem.headDimQk <= 320);
-  c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && problem.headDimQk <= 256 &&
-                problem.headDimV <= 256;
-
-  ForwardParams& p = d.layout;
-  p.headDimQk = static_cast<int32_t>(problem.headDimQk);
-  p.headDimV = static_cast<int32_t>(problem.headDimV);
-  const int64_t limit = r.device.sharedMemPerBlockOptin;
-  auto fits = [&] { return forwardLayout(d.shape, c, p) <= limit; };
-  // Knobs left at their defaults give way, one after the other, to fit the device's shared
-  // memory; a knob the caller set is never changed behind their back.
-  if (!fits() && stagesKnob == 0 && c.stages > 1) {
-    c.stages = 1;
-    d.notes += " stages=1(fit)";
-  }
-  if (!fits() && c.persistKv && isDefault(policy, FFPA_POLICY_PERSIST_KV_G2S)) {
-    c.persistKv = false;
-    d.notes += " persist_kv=0(fit)";
-  }
-  if (!fits() && c.persistQ && !qInRegisters && isDefault(policy, FFPA_POLICY_PERSIST_Q_G2S)) {
-    c.persistQ = false;
-    d.notes += " persist_q=0(fit)";
-  }
-  if (!fits()) {
-    return refuse(rejected(cat("these pipeline knobs need ", forwardLayout(d.shape, c, p),
-                               " bytes of shared memory per block and the device allows ", limit,
-                               "; lower FFPA_POLICY_STAGES or turn off FFPA_POLICY_PERSIST_KV_G2S / "
-                               "FFPA_POLICY_PERSIST_Q_G2S, or set FFPA_POLICY_QKV_SMEM_SHARE=1")));
-  }
-
-  // The grid: (N/Br, B*H) or (N/Br, H, B); the y and z extents are limited to 65535.
-  d.gridDnhb = policy.flag(FFPA_POLICY_LAUNCH_GRID_DNHB);
-  const int64_t rowTiles = (problem.seqQ + d.shape.rows() - 1) / d.shape.rows();
-  const bool flatFits = problem.batch * problem.headsQ <= kMaxGridYz;
-  const bool dnhbFits = problem.batch <= kMaxGridYz && problem.headsQ <= kMaxGridYz;
-  if (!d.gridDnhb && !flatFits && dnhbFits && isDefault(policy, FFPA_POLICY_LAUNCH_GRID_DNHB)) {
-    d.gridDnhb = true;
-    d.notes += " grid=dnhb(B*H>65535)";
-  }
-  if (d.gridDnhb ? !dnhbFits : !flatFits) {
-    return refuse(rejected(cat("grid layout ", d.gridDnhb ? "(N/Br, H, B) needs B and H" : "(N/Br, B*H) needs B*H",
-                               " <= 65535 (B=", problem.batch, ", H=", problem.headsQ,
-                               "); change FFPA_POLICY_LAUNCH_GRID_DNHB")));
-  }
-  d.grid = d.gridDnhb ? dim3(static_cast<unsigned>(rowTiles), static_cast<unsigned>(problem.headsQ),
-                             static_cast<unsigned>(problem.batch))
-                      : dim3(static_cast<unsigned>(rowTiles),
-                             static_cast<unsigned>(problem.batch * problem.headsQ), 1);
-  return {std::move(d), Support::applies()};
-}
-
-std::string describeConfig(const Resolved& d) {
-  const ForwardParams& p = d.layout;
-  const char* swizzle[] = {"pad", "swizzle"};
-  return cat("Br=", d.shape.rows(), " Bc=", d.shape.keys(), " warps=", d.shape.rowWarps, "x",
-             d.shape.colWarps, " threads=", d.shape.threads(), " d_v<=", d.instance->headDimV,
-             " stages=", p.stages, " qk_step=", p.qkPanelsPerStep * 16, " v_step=", p.vPanelsPerStep * 16,
-             " prefetch=", p.prefetch, " smem_share=", p.shareSmem, " q=", swizzle[d.choice.swizzleQ],
-             " k=", swizzle[d.choice.swizzleK], " v=", swizzle[d.choice.swizzleV],
-             " persist_q=", p.persistQ, " persist_kv=", d.choice.persistKv,
-             " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " smem=", p.sharedBytes, "B", d.notes);
-}
-
 class ForwardPlan final : public PlanPayload {
  public:
-  explicit ForwardPlan(const Resolved& d) : d_(d) {}
+  explicit ForwardPlan(const ForwardLaunch& d) : d_(d) {}
 
   void launch(const LaunchArgs& args) const override {
-    const AttentionProblem& problem = args.problem;
-    ForwardParams p = d_.layout;
-    p.q = args.tensors.q;
-    p.k = args.tensors.k;
-    p.v = args.tensors.v;
-    p.o = args.tensors.out;
-    p.lse = problem.hasLse ? args.tensors.lseOut : nullptr;
-    for (int i = 0; i < 3; ++i) {
-      p.qStrides[i] = problem.q[i];
-      p.kStrides[i] = problem.k[i];
-      p.vStrides[i] = problem.v[i];
-      p.oStrides[i] = problem.o[i];
-      p.lseStrides[i] = problem.lse[i];
-    }
-    p.batch = static_cast<int32_t>(problem.batch);
-    p.headsQ = static_cast<int32_t>(problem.headsQ);
-    p.groupSize = static_cast<int32_t>(problem.groupSize());
-    p.seqQ = static_cast<int32_t>(problem.seqQ);
-    p.seqKv = static_cast<int32_t>(problem.seqKv);
-    p.causal = problem.causal != FFPA_CAUSAL_NONE;
-    p.causalOffset = problem.causalOffset();
-    p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);
-    p.gridDnhb = d_.gridDnhb;
+    ForwardParams p = forwardCallParams(d_, args.problem, args.tensors);
     void* arguments[] = {&p};
-    checkCuda(cudaLaunchKernel(d_.instance->kernel, d_.grid, dim3(d_.shape.threads()), arguments,
+    const dim3 grid(d_.grid[0], d_.grid[1], d_.grid[2]);
+    checkCuda(cudaLaunchKernel(d_.instance->kernel, grid, dim3(d_.shape.threads()), arguments,
                                p.sharedBytes, static_cast<cudaStream_t>(args.stream)),
               "the sm80 forward kernel launch");
   }
 
  private:
-  Resolved d_;
+  ForwardLaunch d_;
 };
 
 Support supports(const PlanRequest& r) {
-  if (r.device.smVersion < 80) return notApplicable("needs sm_80 or newer");
-  return resolve(r).refusal;
+  if (r.device.smVersion < 80) return Support::notApplicable("needs sm_80 or newer");
+  return resolveForward(r).refusal;
 }
 
 Plan plan(const PlanRequest& r) {
-  Resolution resolution = resolve(r);
-  const Resolved& d = *resolution.resolved;
+  const ForwardResolution resolution = resolveForward(r);
+  const ForwardLaunch& d = *resolution.launch;
   if (r.runtime != nullptr) {
     // Once per plan, not per call: the execute path only launches.
     checkCuda(cudaFuncSetAttribute(d.instance->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -275,7 +44,7 @@ Plan plan(const PlanRequest& r) {
   }
   Plan plan;
   plan.kernel = instanceName(*d.instance);
-  plan.config = describeConfig(d);
+  plan.config = describeForwardConfig(d);
   plan.payload = std::make_unique<ForwardPlan>(d);
   return plan;
 }

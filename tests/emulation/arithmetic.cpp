@@ -5,6 +5,7 @@
 #include <cmath>
 
 namespace ffpa::kernels {
+inline namespace emulated {
 namespace {
 
 uint32_t pack(uint16_t low, uint16_t high) { return uint32_t{low} | uint32_t{high} << 16; }
@@ -48,4 +49,5 @@ float exp2Approx(float x) {
 
 float log2Approx(float x) { return static_cast<float>(std::log2(double{flushSubnormal(x)})); }
 
+}  // namespace emulated
 }  // namespace ffpa::kernels

@@ -62,6 +62,7 @@ void arrive(int id, int threads, Site site) {
 }  // namespace ffpa::emulation
 
 namespace ffpa::kernels {
+inline namespace emulated {
 
 void namedBarrier(int id, int threads, emulation::Site site) {
   if (threads % emulation::kWarpSize != 0) {
@@ -75,4 +76,5 @@ void blockBarrier(emulation::Site site) {
   emulation::arrive(0, emulation::currentBlock().config.blockThreads, site);
 }
 
+}  // namespace emulated
 }  // namespace ffpa::kernels

@@ -64,6 +64,7 @@ void retire(Block& block, const std::vector<Copy>& group) {
 }  // namespace ffpa::emulation
 
 namespace ffpa::kernels {
+inline namespace emulated {
 
 using emulation::Block;
 using emulation::ThreadState;
@@ -116,4 +117,5 @@ void storeGlobalF32(float* global, float value, emulation::Site site) {
   std::memcpy(global, &value, 4);
 }
 
+}  // namespace emulated
 }  // namespace ffpa::kernels

@@ -49,7 +49,10 @@ void retireCopyGroups(int pending);
 
 }  // namespace ffpa::emulation
 
+// In an inline namespace: kernel templates instantiated with these tags get names of their own,
+// never those of the CUDA build's instances, which a program may link too (the planner's).
 namespace ffpa::kernels {
+inline namespace emulated {
 
 struct HalfTag {
   using Element = emulation::Half;
@@ -121,4 +124,5 @@ float log2Approx(float x);
 void storeGlobal32(void* global, uint32_t value, emulation::Site site = emulation::Site::here());
 void storeGlobalF32(float* global, float value, emulation::Site site = emulation::Site::here());
 
+}  // namespace emulated
 }  // namespace ffpa::kernels

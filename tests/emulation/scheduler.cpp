@@ -283,10 +283,12 @@ void run(const Config& config, const std::function<void()>& body) {
 }  // namespace ffpa::emulation
 
 namespace ffpa::kernels {
+inline namespace emulated {
 
 int threadIndex() { return emulation::currentThread().index; }
 int blockIndexX() { return emulation::currentBlock().index.x; }
 int blockIndexY() { return emulation::currentBlock().index.y; }
 int blockIndexZ() { return emulation::currentBlock().index.z; }
 
+}  // namespace emulated
 }  // namespace ffpa::kernels

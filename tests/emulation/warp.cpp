@@ -198,6 +198,7 @@ const char* collectiveName(Collective collective) {
 }  // namespace ffpa::emulation
 
 namespace ffpa::kernels {
+inline namespace emulated {
 
 using emulation::Collective;
 
@@ -241,4 +242,5 @@ float shuffleXor(float value, int laneMask, emulation::Site site) {
   return result;
 }
 
+}  // namespace emulated
 }  // namespace ffpa::kernels

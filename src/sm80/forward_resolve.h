@@ -1,0 +1,46 @@
+// How the sm80 forward kernels serve a problem under the policies: which compiled instance, with
+// which pipeline, shared-memory layout and grid, or why none does. Plain C++ that calls nothing
+// on the device, shared by the planner variant (forward_variant.cpp) and the tests that run the
+// kernels on the CPU warp emulator, so that both launch exactly what the planner decides.
+#pragma once
+
+#include "core/kernel_registry.h"
+#include "sm80/forward_instances.h"
+#include "sm80/forward_params.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ffpa::sm80 {
+
+// What the planner decided for one problem: the instance and everything its launch needs.
+struct ForwardLaunch {
+  const ForwardInstance* instance = nullptr;
+  ForwardShape shape{};
+  PipelineChoice choice;
+  ForwardParams layout{};  // the pipeline and shared-memory fields filled
+  bool gridDnhb = false;
+  uint32_t grid[3] = {1, 1, 1};
+  std::string notes;  // adaptations of knobs left at their defaults, e.g. " stages=1(fit)"
+};
+
+// Either a decision or the reason there is none (not applicable, or a knob combination refused).
+struct ForwardResolution {
+  std::optional<ForwardLaunch> launch;
+  Support refusal;
+};
+
+// Resolves against this build's instances (forwardInstances()) and the request's device.
+ForwardResolution resolveForward(const PlanRequest& request);
+
+// The launch parameters of one call: the decision's layout plus the call's pointers, strides,
+// sizes, mask and scale. Pointers are used as they are (device pointers, or host pointers on the
+// emulator).
+ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProblem& problem,
+                                const TensorArgs& tensors);
+
+// "Br=64 Bc=64 warps=4x2 threads=256 d_v<=512 stages=2 ..." for plan descriptions.
+std::string describeForwardConfig(const ForwardLaunch& launch);
+
+}  // namespace ffpa::sm80

@@ -1,0 +1,244 @@
+#include "forward_runner.h"
+
+#include "common/error_metrics.h"
+#include "common/random.h"
+#include "core/kernel_registry.h"
+#include "core/policy.h"
+#include "emulated_forward.h"
+#include "sm80/forward_resolve.h"
+#include "sm80/forward_variant.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace emulation_test {
+namespace {
+
+using ffpa_tools::DType;
+using ffpa_tools::HostTensor;
+
+ffpaDataType_t libraryType(DType type) {
+  switch (type) {
+    case DType::float16: return FFPA_DATA_TYPE_FLOAT16;
+    case DType::bfloat16: return FFPA_DATA_TYPE_BFLOAT16;
+    case DType::float32: return FFPA_DATA_TYPE_FLOAT32;
+  }
+  return FFPA_DATA_TYPE_FLOAT32;
+}
+
+ffpaCausalMode_t libraryMask(ffpa_tools::CausalMask mask) {
+  switch (mask) {
+    case ffpa_tools::CausalMask::none: return FFPA_CAUSAL_NONE;
+    case ffpa_tools::CausalMask::top_left: return FFPA_CAUSAL_TOP_LEFT;
+    case ffpa_tools::CausalMask::bottom_right: return FFPA_CAUSAL_BOTTOM_RIGHT;
+  }
+  return FFPA_CAUSAL_NONE;
+}
+
+ffpa::Strides stridesOf(const HostTensor& tensor) {
+  const auto& layout = tensor.layout();
+  return {layout.strides[0], layout.strides[1], layout.strides[2], layout.strides[3]};
+}
+
+ffpa::DeviceInfo deviceOf(PlannedDevice device) {
+  ffpa::DeviceInfo d;
+  d.name = device == PlannedDevice::hopper ? "emulated H100" : "emulated A100";
+  d.smVersion = device == PlannedDevice::hopper ? 90 : 80;
+  d.smCount = device == PlannedDevice::hopper ? 132 : 108;
+  d.sharedMemPerBlockOptin = device == PlannedDevice::hopper ? 227 * 1024 : 163 * 1024;
+  d.sharedMemPerSm = d.sharedMemPerBlockOptin + 1024;
+  d.globalMemBytes = int64_t{80} << 30;
+  return d;
+}
+
+
+ffpaAccumulator_t accumulatorOf(const Knobs& knobs) {
+  ffpaAccumulator_t accumulator = FFPA_ACCUMULATOR_F32;
+  for (const auto& [knob, value] : knobs) {
+    if (knob == FFPA_POLICY_ACCUMULATOR) accumulator = static_cast<ffpaAccumulator_t>(value);
+  }
+  return accumulator;
+}
+
+std::vector<uint8_t> bytesOf(const HostTensor& tensor) {
+  const auto* data = static_cast<const uint8_t*>(tensor.data());
+  return {data, data + tensor.size_bytes()};
+}
+
+// The bounds, derived in tests/device/forward_kernels_test.cpp: with fp32 accumulators O within
+// max(2 x what rounding the exact O costs, u) in relative L2 and 4u per element; with fp16
+// accumulators 2e-2 in relative L2; LSE within max(1e-4, 1e-4 |LSE|), or 6e-2 absolute when the
+// scores are accumulated in fp16.
+constexpr double kHalfAccumulatorRelL2 = 2e-2;
+constexpr double kLseRelative = 1e-4;
+constexpr double kHalfScoreLseAbsolute = 6e-2;
+
+}  // namespace
+
+std::string ForwardCase::toString() const {
+  std::ostringstream text;
+  text << shape.to_string() << " " << ffpa_tools::dtype_name(dtype) << " "
+       << ffpa_tools::layout_name(layout) << (withLse ? " lse" : " no-lse")
+       << (device == PlannedDevice::hopper ? " sm90" : " sm80") << " start=" << start;
+  for (const auto& [knob, value] : knobs) {
+    text << " " << ffpa::knobSpec(knob).name << "=" << ffpa::knobValueName(knob, value);
+  }
+  return text.str();
+}
+
+ForwardOutcome runForward(const ForwardCase& c) {
+  const ffpa_tools::AttentionProblem& s = c.shape;
+  using ffpa_tools::attention_layout;
+  HostTensor q(c.dtype, attention_layout(c.layout, s.batch, s.heads_q, s.seq_q, s.dim_qk));
+  HostTensor k(c.dtype, attention_layout(c.layout, s.batch, s.heads_kv, s.seq_kv, s.dim_qk));
+  HostTensor v(c.dtype, attention_layout(c.layout, s.batch, s.heads_kv, s.seq_kv, s.dim_v));
+  ForwardOutcome out;
+  out.o = HostTensor(c.dtype, attention_layout(c.layout, s.batch, s.heads_q, s.seq_q, s.dim_v));
+  out.lse = HostTensor(DType::float32, ffpa_tools::lse_layout(c.layout, s.batch, s.heads_q, s.seq_q));
+  ffpa_tools::Random random(c.start);
+  q.fill_uniform(random, -2.0, 2.0);  // Q and K in [-2, 2): a peaked softmax, as on the GPU
+  k.fill_uniform(random, -2.0, 2.0);
+  v.fill_uniform(random, -1.0, 1.0);
+  out.o.poison();
+  out.lse.poison();
+
+  ffpa::AttentionProblem problem;
+  problem.direction = ffpa::Direction::Forward;
+  problem.dtype = libraryType(c.dtype);
+  problem.batch = s.batch;
+  problem.headsQ = s.heads_q;
+  problem.headsKv = s.heads_kv;
+  problem.seqQ = s.seq_q;
+  problem.seqKv = s.seq_kv;
+  problem.headDimQk = s.dim_qk;
+  problem.headDimV = s.dim_v;
+  problem.causal = libraryMask(s.causal);
+  problem.scale = static_cast<float>(s.scale);  // the attribute is a float
+  problem.hasLse = c.withLse;
+  problem.q = stridesOf(q);
+  problem.k = stridesOf(k);
+  problem.v = stridesOf(v);
+  problem.o = stridesOf(out.o);
+  problem.lse = stridesOf(out.lse);
+
+  ffpa::Policy policy;
+  for (const auto& [knob, value] : c.knobs) policy.setValue(knob, value);
+  const ffpa::DeviceInfo device = deviceOf(c.device);
+  const ffpa::PlanRequest request{problem, policy, device, nullptr};
+  const ffpa::sm80::ForwardResolution resolution = ffpa::sm80::resolveForward(request);
+  if (!resolution.launch) {
+    throw std::runtime_error("the planner refused the problem: " + resolution.refusal.reason);
+  }
+  const ffpa::sm80::ForwardLaunch& launch = *resolution.launch;
+  out.kernel = ffpa::sm80::instanceName(*launch.instance);
+  out.config = ffpa::sm80::describeForwardConfig(launch);
+  const EmulatedForwardInstance* twin = emulatedTwin(*launch.instance);
+  if (twin == nullptr) throw std::runtime_error("no emulated instance of " + out.kernel);
+
+  ffpa::TensorArgs tensors;
+  tensors.q = q.data();
+  tensors.k = k.data();
+  tensors.v = v.data();
+  tensors.out = out.o.data();
+  tensors.lseOut = static_cast<float*>(out.lse.data());
+  const ffpa::sm80::ForwardParams params = ffpa::sm80::forwardCallParams(launch, problem, tensors);
+  const ffpa::emulation::Config config(
+      {static_cast<int>(launch.grid[0]), static_cast<int>(launch.grid[1]),
+       static_cast<int>(launch.grid[2])},
+      launch.shape.threads(), params.sharedBytes,
+      {{q.data(), q.size_bytes()},
+       {k.data(), k.size_bytes()},
+       {v.data(), v.size_bytes()},
+       {out.o.data(), out.o.size_bytes()},
+       {out.lse.data(), out.lse.size_bytes()}});
+  const std::vector<uint8_t> inputs[] = {bytesOf(q), bytesOf(k), bytesOf(v)};
+  twin->run(config, params);
+  if (inputs[0] != bytesOf(q) || inputs[1] != bytesOf(k) || inputs[2] != bytesOf(v)) {
+    throw std::runtime_error(out.kernel + " wrote into its inputs");
+  }
+
+  ffpa_tools::AttentionProblem exact = s;
+  exact.scale = problem.scale;
+  ffpa_tools::attention_forward(exact, q.to_dense(), k.to_dense(), v.to_dense(), &out.expectedO,
+                                &out.expectedLse);
+  return out;
+}
+
+void checkForward(const ForwardCase& c, const ForwardOutcome& outcome) {
+  const std::string context = c.toString() + "\n  " + outcome.kernel + " " + outcome.config;
+  const ffpaAccumulator_t accumulator = accumulatorOf(c.knobs);
+  const double u = ffpa_tools::unit_roundoff(c.dtype);
+
+  const std::vector<double> o = outcome.o.to_dense();
+  const ffpa_tools::ErrorStats error = ffpa_tools::compare(o, outcome.expectedO);
+  if (accumulator == FFPA_ACCUMULATOR_F32) {
+    const double rounding = ffpa_tools::rounding_error(outcome.expectedO, c.dtype).rel_l2;
+    const double allowed = std::max(2.0 * rounding, u);
+    CHECK_MESSAGE(error.rel_l2 <= allowed, context << "\n  O: " << error.to_string()
+                                                   << "; allowed rel L2 " << allowed);
+    CHECK_MESSAGE(error.max_abs <= 4.0 * u, context << "\n  O: " << error.to_string()
+                                                    << "; allowed max abs " << 4.0 * u);
+  } else {
+    CHECK_MESSAGE(error.rel_l2 <= kHalfAccumulatorRelL2,
+                  context << "\n  O: " << error.to_string() << "; allowed rel L2 "
+                          << kHalfAccumulatorRelL2);
+  }
+
+  // Rows that see no key: O exactly 0 (and LSE -inf).
+  const ffpa_tools::AttentionProblem& s = c.shape;
+  int64_t emptyRowsWrong = 0;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads_q; ++h) {
+      for (int64_t row = 0; row < s.seq_q; ++row) {
+        if (s.visible_keys(row) > 0) continue;
+        bool wrong = c.withLse && outcome.lse.get(b, h, row) != -std::numeric_limits<double>::infinity();
+        for (int64_t column = 0; column < s.dim_v; ++column) {
+          wrong = wrong || outcome.o.get(b, h, row, column) != 0.0;
+        }
+        emptyRowsWrong += wrong;
+      }
+    }
+  }
+  CHECK_MESSAGE(emptyRowsWrong == 0,
+                context << "\n  " << emptyRowsWrong << " rows that see no key are not O = 0, LSE = -inf");
+
+  if (c.withLse) {
+    const bool halfScores = accumulator == FFPA_ACCUMULATOR_QK_F16 || accumulator == FFPA_ACCUMULATOR_F16;
+    const std::vector<double> lse = outcome.lse.to_dense();
+    int64_t wrong = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < lse.size(); ++i) {
+      const double expected = outcome.expectedLse[i];
+      if (std::isinf(expected)) continue;  // checked above
+      const double allowed = halfScores ? kHalfScoreLseAbsolute
+                                        : std::max(kLseRelative, kLseRelative * std::fabs(expected));
+      const double difference = std::fabs(lse[i] - expected);
+      if (!(difference <= allowed)) ++wrong;  // NaN is wrong
+      worst = std::max(worst, std::isnan(difference) ? INFINITY : difference);
+    }
+    CHECK_MESSAGE(wrong == 0, context << "\n  LSE: " << wrong << " of " << lse.size()
+                                      << " values off; worst difference " << worst);
+  } else {
+    const std::vector<uint8_t> bytes = bytesOf(outcome.lse);
+    CHECK_MESSAGE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0xFF; }),
+                  context << "\n  the LSE buffer was written though no LSE was asked for");
+  }
+  CHECK_MESSAGE(outcome.o.gaps_untouched(), context << "\n  O: the gaps of its layout were written");
+  CHECK_MESSAGE(outcome.lse.gaps_untouched(), context << "\n  LSE: the gaps of its layout were written");
+}
+
+void runAndCheckForward(const ForwardCase& c) {
+  try {
+    checkForward(c, runForward(c));
+  } catch (const std::exception& e) {
+    FAIL_CHECK(c.toString() << "\n  " << e.what());
+  }
+}
+
+}  // namespace emulation_test

@@ -1,0 +1,168 @@
+// The sm80 forward kernels on the CPU warp emulator, planned by the library's own planner, against
+// float64 attention with outputs poisoned: every instance the build compiles; the head-dim matrix
+// (d_v below the instance's, d_qk != d_v) with tails, both causal alignments, MHA/GQA/MQA, packed
+// and padded layouts, both dtypes; every value of every pipeline knob. What this cannot show:
+// speed, and races that the emulator's fixed schedule hides (racecheck on a GPU covers those).
+#include "emulated_forward.h"
+#include "forward_runner.h"
+
+#include "ffpa_build_config.h"
+#include "sm80/forward_variant.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace emulation_test;
+using ffpa_tools::CausalMask;
+using ffpa_tools::DType;
+using ffpa_tools::LayoutKind;
+
+namespace {
+
+std::vector<int> listOf(const char* commaSeparated) {
+  std::vector<int> values;
+  std::istringstream list(commaSeparated);
+  for (std::string item; std::getline(list, item, ',');) values.push_back(std::stoi(item));
+  return values;
+}
+
+// The largest head dim this build compiles: problems with a larger d_v go to the reference path.
+int largestCompiledHeadDim() {
+  int largest = 0;
+  for (int d : listOf(FFPA_BUILD_HEADDIMS)) largest = d > largest ? d : largest;
+  return largest;
+}
+
+// attention_shape() with the library's default scale, 1/sqrt(Dqk).
+ffpa_tools::AttentionProblem problem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t seqQ,
+                                     int64_t seqKv, int64_t dimQk, int64_t dimV, CausalMask mask) {
+  ffpa_tools::AttentionProblem p =
+      attention_shape(batch, headsQ, headsKv, seqQ, seqKv, dimQk, dimV, mask);
+  p.scale = ffpa_tools::default_scale(dimQk);
+  return p;
+}
+
+const CausalMask kMasks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
+const LayoutKind kLayouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
+
+// Runs `c` and CHECKs that the planner chose `expectedKernel` for it, and the result.
+void runExpecting(const ForwardCase& c, const std::string& expectedKernel) {
+  try {
+    const ForwardOutcome outcome = runForward(c);
+    CHECK_MESSAGE(outcome.kernel == expectedKernel,
+                  c.toString() << "\n  planned " << outcome.kernel << ", not " << expectedKernel);
+    checkForward(c, outcome);
+  } catch (const std::exception& e) {
+    FAIL_CHECK(c.toString() << "\n  " << e.what());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every compiled instance is planned by its knobs and computes attention") {
+  const EmulatedForwardList& instances = emulatedForwardInstances();
+  REQUIRE(!instances.empty());
+  int index = 0;
+  for (const EmulatedForwardInstance& instance : instances) {
+    const ffpa::sm80::ForwardInstance& i = instance.described;
+    ForwardCase c;
+    c.dtype = i.dtype == FFPA_DATA_TYPE_FLOAT16 ? DType::float16 : DType::bfloat16;
+    c.knobs = {{FFPA_POLICY_ACCUMULATOR, i.accumulator},
+               {FFPA_POLICY_REGISTERS_PIPE_KV, i.pipeKv},
+               {FFPA_POLICY_PERSIST_Q_S2R, i.qInRegisters},
+               {FFPA_POLICY_PERSIST_V_S2R, i.vInRegisters}};
+    // Q fragments in registers serve d_qk <= 128 only.
+    const int dimQk = i.qInRegisters ? 128 : i.headDimV;
+    c.shape = problem(1, 2, index % 2 ? 1 : 2, 70, 100, dimQk, i.headDimV, kMasks[index % 3]);
+    c.layout = kLayouts[index % 3];
+    c.start = 100 + index;
+    runExpecting(c, ffpa::sm80::instanceName(i));
+    ++index;
+  }
+  MESSAGE(index << " instances run");
+}
+
+TEST_CASE("the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {
+  struct Dims {
+    int qk, v;
+  };
+  const Dims dims[] = {{32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320}, {384, 384},
+                       {448, 448}, {512, 512}, {576, 512}, {640, 640}, {768, 768}, {1024, 1024},
+                       {96, 64},   {128, 320}};
+  // (Hq, Hkv, Nq, Nkv): equal lengths, fewer queries, more queries (bottom-right leaves the first
+  // rows without keys), single rows and keys.
+  const int64_t shapes[][4] = {{2, 2, 65, 65}, {4, 1, 33, 100}, {3, 3, 100, 47}, {4, 2, 1, 80},
+                               {2, 1, 77, 1},  {2, 2, 128, 128}};
+  const int largest = largestCompiledHeadDim();
+  int index = 0, run = 0;
+  for (const Dims& d : dims) {
+    for (DType dtype : {DType::float16, DType::bfloat16}) {
+      const int64_t* s = shapes[index % 6];
+      ForwardCase c;
+      c.shape = problem(index % 4 == 3 ? 2 : 1, s[0], s[1], s[2], s[3], d.qk, d.v,
+                                kMasks[index % 3]);
+      if (index % 5 == 2) c.shape.scale = 0.6 / std::sqrt(double(d.qk));
+      c.dtype = dtype;
+      c.layout = kLayouts[(index / 3) % 3];
+      c.withLse = index % 7 != 4;
+      c.start = 1000 + index;
+      ++index;
+      if (d.v > largest) continue;
+      runAndCheckForward(c);
+      ++run;
+    }
+  }
+  MESSAGE(run << " problems run (d_v up to " << largest << ", the build's largest head dim)");
+}
+
+TEST_CASE("every pipeline knob value computes the same attention") {
+  const int largest = largestCompiledHeadDim();
+  std::vector<Knobs> settings = {
+      {},
+      {{FFPA_POLICY_PREFETCH_QKV, 0}},
+      {{FFPA_POLICY_QKV_SMEM_SHARE, 1}},
+      {{FFPA_POLICY_SMEM_SWIZZLE_Q, 0}},
+      {{FFPA_POLICY_SMEM_SWIZZLE_K, 0}},
+      {{FFPA_POLICY_SMEM_SWIZZLE_V, 0}},
+      {{FFPA_POLICY_PERSIST_Q_G2S, 0}},
+      {{FFPA_POLICY_PERSIST_KV_G2S, 0}},
+      {{FFPA_POLICY_LAUNCH_GRID_DNHB, 1}},
+      {{FFPA_POLICY_QKV_SMEM_SHARE, 1}, {FFPA_POLICY_PREFETCH_QKV, 0}, {FFPA_POLICY_STAGES, 1}},
+      {{FFPA_POLICY_SMEM_SWIZZLE_Q, 0}, {FFPA_POLICY_SMEM_SWIZZLE_K, 0},
+       {FFPA_POLICY_SMEM_SWIZZLE_V, 0}, {FFPA_POLICY_PERSIST_Q_G2S, 0}},
+  };
+  for (int stages : listOf(FFPA_BUILD_STAGES)) {
+    settings.push_back({{FFPA_POLICY_STAGES, stages}});
+    settings.push_back({{FFPA_POLICY_STAGES, stages}, {FFPA_POLICY_QKV_SMEM_SHARE, 1}});
+  }
+  int index = 0, run = 0;
+  for (int d : {64, 128, 256, 320, 512, 1024}) {
+    if (d > largest) continue;
+    for (const Knobs& knobs : settings) {
+      ForwardCase c;
+      c.shape = problem(2, 2, 1, 90, 150, d, d, kMasks[index % 3]);
+      c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
+      c.layout = kLayouts[index % 3];
+      c.knobs = knobs;
+      c.start = 5000 + index;
+      ++index;
+      runAndCheckForward(c);
+      ++run;
+    }
+  }
+  MESSAGE(run << " problems run");
+}
+
+TEST_CASE("knobs at their defaults give way to an A100's shared memory, and still compute") {
+  for (int d : {256, 320, 512}) {
+    if (d > largestCompiledHeadDim()) continue;
+    ForwardCase c;
+    c.shape = problem(1, 2, 2, 80, 130, d, d, CausalMask::bottom_right);
+    c.device = PlannedDevice::ampere;
+    runAndCheckForward(c);
+  }
+}

@@ -458,12 +458,17 @@ typedef enum ffpaAutotuneMode FFPA_ENUM_TYPE {
  * their names or numbers; an empty variable counts as unset.
  *
  * Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails
- * with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced.
+ * with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced. The
+ * backward kernels follow #FFPA_POLICY_STAGES, #FFPA_POLICY_PREFETCH_QKV,
+ * #FFPA_POLICY_QKV_SMEM_SHARE, #FFPA_POLICY_PERSIST_Q_G2S (Q and dO rows of the dQ kernel) and
+ * #FFPA_POLICY_LAUNCH_GRID_DNHB; the other kernel knobs concern the forward only, and gradients
+ * always accumulate in fp32.
  */
 typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
   /* --- Kernel selection (values 0-99) --- */
-  /** #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32. Any other value needs fp16 tensors and a
-   *  fast kernel that offers it: a problem only the reference path serves fails with
+  /** #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32: the forward's accumulators (the backward
+   *  always accumulates in fp32). Any other value needs fp16 tensors and a
+   *  fast forward kernel that offers it: a problem only the reference path serves fails with
    *  #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, unless #FFPA_POLICY_REFERENCE_BACKEND is set
    *  (the reference always accumulates in fp32). Environment: `ENABLE_FFPA_FORCE_QK_F16` and
    *  `ENABLE_FFPA_FORCE_PV_F16` (mutually exclusive: both set to 1 fails), or `FFPA_ACCUMULATOR`

@@ -8,9 +8,8 @@
 //   P V steps:    O[Br, 16 * w per warp] += P[Br, Bc] V[Bc, 16 * w per warp]
 //
 // Shared memory holds only the panels of the steps in flight (independent of d), plus Q when it
-// is persisted. All tiles are stored as 16-column panels: row r of a panel is 32 bytes (two
-// 16-byte units), either swizzled (unit u at u ^ ((r / 4) & 1): the 8 rows an ldmatrix reads hit
-// distinct banks) or padded to 48 bytes.
+// is persisted; tiles are stored as 16-column panels (panels.cuh), and the steps flow through the
+// rings of step_pipeline.cuh.
 //
 // Fragment layouts: see common/ptx.cuh (lane = 4 * group + quad).
 #pragma once
@@ -18,7 +17,10 @@
 #include "common/element.cuh"
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
+#include "sm80/cta_geometry.cuh"
 #include "sm80/forward_params.h"
+#include "sm80/panels.cuh"
+#include "sm80/step_pipeline.cuh"
 
 #include <type_traits>
 
@@ -26,47 +28,6 @@ namespace ffpa::kernels::sm80 {
 
 using ffpa::sm80::ForwardParams;
 using ffpa::sm80::ForwardShape;
-
-// Byte offset of 16-byte unit `unit` of row `row` of panel `panel` in a tile of `rows` rows.
-FFPA_DEVICE uint32_t panelOffset(int row, int panel, int unit, int rows, int rowBytes) {
-  const int swizzle = rowBytes == 32 ? (row >> 2) & 1 : 0;
-  return static_cast<uint32_t>((panel * rows + row) * rowBytes + ((unit ^ swizzle) << 4));
-}
-
-// cp.async.wait_group with a count known only at run time (at most 7 groups are ever pending).
-FFPA_DEVICE void copyAsyncWaitPending(int pending) {
-  switch (pending) {
-    case 0: copyAsyncWait<0>(); break;
-    case 1: copyAsyncWait<1>(); break;
-    case 2: copyAsyncWait<2>(); break;
-    case 3: copyAsyncWait<3>(); break;
-    case 4: copyAsyncWait<4>(); break;
-    case 5: copyAsyncWait<5>(); break;
-    case 6: copyAsyncWait<6>(); break;
-    default: copyAsyncWait<7>(); break;
-  }
-}
-
-// Copies rows [0, rows) x panels [0, panels) of a tile from global memory (row r at
-// global + r * rowStride, panel p at column columnOf(p); a negative column skips the panel)
-// into shared memory at `shared`. Rows at or past `validRows` and columns at or past
-// `validColumns` are zero-filled. Consecutive threads take consecutive 16-byte units of a row.
-template <class Element, class ColumnOf>
-FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int rows, int panels, const Element* global,
-                          int64_t rowStride, int validRows, int validColumns, ColumnOf columnOf,
-                          int threads) {
-  const int units = rows * panels * 2;
-  for (int index = threadIndex(); index < units; index += threads) {
-    const int unit = index & 1;
-    const int panel = (index >> 1) % panels;
-    const int row = (index >> 1) / panels;
-    const int column = columnOf(panel);
-    if (column < 0) continue;
-    const bool valid = row < validRows && column < validColumns;
-    const Element* source = valid ? global + row * rowStride + column + unit * 8 : global;
-    copyAsync16(shared + panelOffset(row, panel, unit, rows, rowBytes), source, valid);
-  }
-}
 
 template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
           bool kVInRegisters>
@@ -112,22 +73,14 @@ struct ForwardKernel {
 
   static FFPA_DEVICE Coordinates locate(const ForwardParams& p) {
     Coordinates c;
-    const int warp = threadIndex() / 32;
-    const int lane = threadIndex() % 32;
-    c.rowGroup = warp / kColWarps;
-    c.colWarp = warp % kColWarps;
-    c.group = lane / 4;
-    c.quad = lane % 4;
+    const WarpRole role = warpRole(kColWarps);
+    c.rowGroup = role.rowGroup;
+    c.colWarp = role.colWarp;
+    c.group = role.group;
+    c.quad = role.quad;
     c.firstRow = blockIndexX() * kRows;
     c.warpRow = c.rowGroup * 16;
-    int64_t batch, head;
-    if (p.gridDnhb) {
-      head = blockIndexY();
-      batch = blockIndexZ();
-    } else {
-      batch = blockIndexY() / p.headsQ;
-      head = blockIndexY() % p.headsQ;
-    }
+    const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     const int64_t kvHead = head / p.groupSize;
     c.q = static_cast<const Element*>(p.q) + batch * p.qStrides[0] + head * p.qStrides[1] +
           int64_t(c.firstRow) * p.qStrides[2];
@@ -138,132 +91,37 @@ struct ForwardKernel {
     return c;
   }
 
-  // The cp.async step stream of one CTA, with the same state in every thread (all decisions are
-  // uniform). Step g is step g % stepsPerTile of KV tile g / stepsPerTile; Q K^T steps come first.
-  struct Pipeline {
-    const ForwardParams& p;
-    const Coordinates& c;
-    uint32_t shared;  // shared address of dynamic shared memory
-    int qkPanels = 0;  // d_qk / 16
-    int qkSteps = 0;
-    int vSteps = 0;
-    int stepsPerTile = 0;
-    int totalSteps = 0;
-    int issued = 0;   // steps issued so far (one commit group each)
-
-    FFPA_DEVICE bool isQkStep(int step) const { return step % stepsPerTile < qkSteps; }
-    FFPA_DEVICE int phase(int step) const { return 2 * (step / stepsPerTile) + (isQkStep(step) ? 0 : 1); }
-
-    // Index of a step among the steps of its ring (Q/K steps or V steps).
-    FFPA_DEVICE int ringIndex(int step) const {
-      const int tile = step / stepsPerTile, inTile = step % stepsPerTile;
-      return inTile < qkSteps ? tile * qkSteps + inTile : tile * vSteps + inTile - qkSteps;
-    }
-    // Steps of `step`'s ring that come before step `consumer` (already consumed).
-    FFPA_DEVICE int ringConsumedBefore(int step, int consumer) const {
-      const int tile = consumer / stepsPerTile, inTile = consumer % stepsPerTile;
-      if (isQkStep(step)) return tile * qkSteps + (inTile < qkSteps ? inTile : qkSteps);
-      return tile * vSteps + (inTile < qkSteps ? 0 : inTile - qkSteps);
-    }
-    FFPA_DEVICE uint32_t slot(int step) const {
-      if (p.shareSmem) return shared + p.qkRingOffset + (step % p.stages) * p.qkSlotBytes;
-      const uint32_t index = ringIndex(step) % p.stages;
-      return isQkStep(step) ? shared + p.qkRingOffset + index * p.qkSlotBytes
-                            : shared + p.vRingOffset + index * p.vSlotBytes;
-    }
-
-    FFPA_DEVICE void issue(int step) {
-      const int tile = step / stepsPerTile, inTile = step % stepsPerTile;
-      const uint32_t base = slot(step);
-      const int firstKey = tile * kKeys;
-      if (inTile < qkSteps) {
-        const int firstPanel = inTile * p.qkPanelsPerStep;
-        const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
-        auto column = [=](int panel) { return (firstPanel + panel) * 16; };
-        if (!p.persistQ) {
-          copyTile(base, p.qRowBytes, kRows, panels, c.q, p.qStrides[2], p.seqQ - c.firstRow,
-                   p.headDimQk, column, kThreads);
-        }
-        copyTile(base + p.qkSlotKOffset, p.kRowBytes, kKeys, panels,
-                 c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], p.seqKv - firstKey,
+  // The panels of step `inTile` of KV tile `tile` (the Q K^T steps, then the P V steps).
+  static FFPA_DEVICE void issueStep(const ForwardParams& p, const Coordinates& c, int tile, int inTile,
+                                    uint32_t base) {
+    const int qkPanels = p.headDimQk / 16;
+    const int qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
+    const int firstKey = tile * kKeys;
+    if (inTile < qkSteps) {
+      const int firstPanel = inTile * p.qkPanelsPerStep;
+      const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
+      auto column = [=](int panel) { return (firstPanel + panel) * 16; };
+      if (!p.persistQ) {
+        copyTile(base, p.qRowBytes, kRows, panels, c.q, p.qStrides[2], p.seqQ - c.firstRow,
                  p.headDimQk, column, kThreads);
-      } else {
-        // Panel i of a V step: panel (i % w) of step s for column warp i / w.
-        const int w = p.vPanelsPerStep;
-        const int firstPanel = (inTile - qkSteps) * w;
-        auto column = [=](int panel) {
-          const int warpPanel = firstPanel + panel % w;
-          return warpPanel < kOutPanels ? (panel / w) * kShape.warpColumns + warpPanel * 16 : -1;
-        };
-        copyTile(base, p.vRowBytes, kKeys, kColWarps * w, c.v + int64_t(firstKey) * p.vStrides[2],
-                 p.vStrides[2], p.seqKv - firstKey, p.headDimV, column, kThreads);
       }
-      copyAsyncCommit();
-      ++issued;
+      copyTile(base + p.qkSlotKOffset, p.kRowBytes, kKeys, panels,
+               c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], p.seqKv - firstKey,
+               p.headDimQk, column, kThreads);
+    } else {
+      // Panel i of a V step: panel (i % w) of step s for column warp i / w.
+      const int w = p.vPanelsPerStep;
+      const int firstPanel = (inTile - qkSteps) * w;
+      auto column = [=](int panel) {
+        const int warpPanel = firstPanel + panel % w;
+        return warpPanel < kOutPanels ? (panel / w) * kShape.warpColumns + warpPanel * 16 : -1;
+      };
+      copyTile(base, p.vRowBytes, kKeys, kColWarps * w, c.v + int64_t(firstKey) * p.vStrides[2],
+               p.vStrides[2], p.seqKv - firstKey, p.headDimV, column, kThreads);
     }
-
-    FFPA_DEVICE bool mayIssue(int step, int consumer) const {
-      if (step >= totalSteps) return false;
-      if (!p.prefetch && phase(step) != phase(consumer)) return false;
-      if (p.shareSmem) return step - consumer < p.stages;
-      return ringIndex(step) - ringConsumedBefore(step, consumer) < p.stages;
-    }
-
-    // Issues the first steps (and, before them, the persisted Q tile).
-    FFPA_DEVICE void start() {
-      if (p.persistQ) {
-        auto column = [](int panel) { return panel * 16; };
-        copyTile(shared + p.qPersistOffset, p.qRowBytes, kRows, qkPanels, c.q, p.qStrides[2],
-                 p.seqQ - c.firstRow, p.headDimQk, column, kThreads);
-        copyAsyncCommit();
-      }
-      while (mayIssue(issued, 0)) issue(issued);
-    }
-
-    // Makes step `step`'s panels visible to the whole CTA and refills the slots of earlier steps.
-    // Returns the shared address of the step's slot.
-    FFPA_DEVICE uint32_t acquire(int step) {
-      if (issued <= step) {
-        blockBarrier();  // nothing in flight for this step: its slot may still be read
-        issue(step);
-      }
-      copyAsyncWaitPending(issued - step - 1);
-      blockBarrier();
-      while (mayIssue(issued, step)) issue(issued);
-      return slot(step);
-    }
-  };
+  }
 
   static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
-
-  // A: the 16x16 fragment of rows [row0, row0 + 16) of panel `panel` (ldmatrix.x4).
-  static FFPA_DEVICE void loadRowsA(uint32_t (&a)[4], uint32_t tile, int rows, int rowBytes, int row0,
-                                    int panel) {
-    const int lane = threadIndex() % 32;
-    const int row = row0 + lane % 8 + 8 * ((lane / 8) % 2);
-    loadMatrixX4(a, tile + panelOffset(row, panel, lane / 16, rows, rowBytes));
-  }
-
-  // B of Q K^T for 16 keys from key0 (two n8 tiles: {b[0], b[1]} and {b[2], b[3]}).
-  static FFPA_DEVICE void loadKeysB(uint32_t (&b)[4], uint32_t tile, int rowBytes, int key0, int panel) {
-    const int lane = threadIndex() % 32;
-    const int key = key0 + lane % 8 + 8 * (lane / 16);
-    loadMatrixX4(b, tile + panelOffset(key, panel, (lane / 8) % 2, kKeys, rowBytes));
-  }
-
-  // B of Q K^T for 8 keys from key0 (one n8 tile).
-  static FFPA_DEVICE void loadKeysB(uint32_t (&b)[2], uint32_t tile, int rowBytes, int key0, int panel) {
-    const int lane = threadIndex() % 32;
-    const int key = key0 + lane % 8;
-    loadMatrixX2(b, tile + panelOffset(key, panel, (lane / 8) % 2, kKeys, rowBytes));
-  }
-
-  // B of P V: keys [key0, key0 + 16) x the 16 columns of panel `panel` (two n8 tiles).
-  static FFPA_DEVICE void loadValuesB(uint32_t (&b)[4], uint32_t tile, int rowBytes, int key0, int panel) {
-    const int lane = threadIndex() % 32;
-    const int key = key0 + lane % 8 + 8 * ((lane / 8) % 2);
-    loadMatrixX4Trans(b, tile + panelOffset(key, panel, lane / 16, kKeys, rowBytes));
-  }
 
   // Score accumulators: fp32, or fp16 pairs (c[0]: row g, c[1]: row g + 8).
   struct Scores {
@@ -304,15 +162,15 @@ struct ForwardKernel {
     const int key0 = colWarp * kShape.keysPerWarp;
     if constexpr (kKeyTiles == 1) {
       uint32_t b[2];
-      loadKeysB(b, kTile, kRowBytes, key0, panel);
+      loadRowsB(b, kTile, kKeys, kRowBytes, key0, panel);
       s.mma(0, a, b);
     } else if constexpr (kPipeKv) {
       // Ping-pong: the fragments of the next 16 keys load while the current ones multiply.
       uint32_t b[2][4];
-      loadKeysB(b[0], kTile, kRowBytes, key0, panel);
+      loadRowsB(b[0], kTile, kKeys, kRowBytes, key0, panel);
 #pragma unroll
       for (int n = 0; n < kKeyTiles; n += 2) {
-        if (n + 2 < kKeyTiles) loadKeysB(b[(n / 2 + 1) % 2], kTile, kRowBytes, key0 + 8 * n + 16, panel);
+        if (n + 2 < kKeyTiles) loadRowsB(b[(n / 2 + 1) % 2], kTile, kKeys, kRowBytes, key0 + 8 * n + 16, panel);
         const uint32_t(&cur)[4] = b[(n / 2) % 2];
         s.mma(n, a, {cur[0], cur[1]});
         s.mma(n + 1, a, {cur[2], cur[3]});
@@ -321,7 +179,7 @@ struct ForwardKernel {
 #pragma unroll
       for (int n = 0; n < kKeyTiles; n += 2) {
         uint32_t b[4];
-        loadKeysB(b, kTile, kRowBytes, key0 + 8 * n, panel);
+        loadRowsB(b, kTile, kKeys, kRowBytes, key0 + 8 * n, panel);
         s.mma(n, a, {b[0], b[1]});
         s.mma(n + 1, a, {b[2], b[3]});
       }
@@ -384,7 +242,7 @@ struct ForwardKernel {
       // All fragments of the panel first, then the MMAs back to back.
       uint32_t b[kKeySteps][4];
 #pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) loadValuesB(b[j], vTile, vRowBytes, 16 * j, vPanel);
+      for (int j = 0; j < kKeySteps; ++j) loadColumnsB(b[j], vTile, kKeys, vRowBytes, 16 * j, vPanel);
 #pragma unroll
       for (int j = 0; j < kKeySteps; ++j) {
         o.mma(2 * panel, pFrag[j], {b[j][0], b[j][1]});
@@ -392,10 +250,10 @@ struct ForwardKernel {
       }
     } else if constexpr (kPipeKv) {
       uint32_t b[2][4];
-      loadValuesB(b[0], vTile, vRowBytes, 0, vPanel);
+      loadColumnsB(b[0], vTile, kKeys, vRowBytes, 0, vPanel);
 #pragma unroll
       for (int j = 0; j < kKeySteps; ++j) {
-        if (j + 1 < kKeySteps) loadValuesB(b[(j + 1) % 2], vTile, vRowBytes, 16 * (j + 1), vPanel);
+        if (j + 1 < kKeySteps) loadColumnsB(b[(j + 1) % 2], vTile, kKeys, vRowBytes, 16 * (j + 1), vPanel);
         o.mma(2 * panel, pFrag[j], {b[j % 2][0], b[j % 2][1]});
         o.mma(2 * panel + 1, pFrag[j], {b[j % 2][2], b[j % 2][3]});
       }
@@ -403,7 +261,7 @@ struct ForwardKernel {
 #pragma unroll
       for (int j = 0; j < kKeySteps; ++j) {
         uint32_t b[4];
-        loadValuesB(b, vTile, vRowBytes, 16 * j, vPanel);
+        loadColumnsB(b, vTile, kKeys, vRowBytes, 16 * j, vPanel);
         o.mma(2 * panel, pFrag[j], {b[0], b[1]});
         o.mma(2 * panel + 1, pFrag[j], {b[2], b[3]});
       }
@@ -488,29 +346,11 @@ struct ForwardKernel {
     o.rescale(alpha[0], alpha[1]);
     using PackTag = std::conditional_t<kPvF16, HalfTag, Tag>;
     if constexpr (kColWarps == 1) {
-      // The accumulator layout of two n8 tiles is the A layout of one k16 step.
-#pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) {
-        pFrag[j][0] = packPair(s.f[2 * j][0], s.f[2 * j][1], PackTag{});
-        pFrag[j][1] = packPair(s.f[2 * j][2], s.f[2 * j][3], PackTag{});
-        pFrag[j][2] = packPair(s.f[2 * j + 1][0], s.f[2 * j + 1][1], PackTag{});
-        pFrag[j][3] = packPair(s.f[2 * j + 1][2], s.f[2 * j + 1][3], PackTag{});
-      }
+      packAccumulatorAsA(pFrag, s.f, PackTag{});
     } else {
       // P of the row group: 16 rows x Bc keys as kKeySteps swizzled panels, buffer tile % 2.
       const uint32_t pTile = p.pOffset + ((tile % 2) * kRowWarps + c.rowGroup) * 16 * kKeys * 2;
-#pragma unroll
-      for (int n = 0; n < kKeyTiles; ++n) {
-        const int key = c.colWarp * kShape.keysPerWarp + 8 * n + 2 * c.quad;
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = c.group + 8 * half;
-          const uint32_t offset =
-              pTile + panelOffset(row, key / 16, (key % 16) / 8, 16, 32) + (key % 8) * 2;
-          *reinterpret_cast<uint32_t*>(sharedMemory() + offset) =
-              packPair(s.f[n][2 * half], s.f[n][2 * half + 1], PackTag{});
-        }
-      }
+      storeAccumulatorRows(pTile, c.colWarp * kShape.keysPerWarp, s.f, PackTag{});
       namedBarrier(1 + c.rowGroup, 32 * kColWarps);
       const uint32_t pShared = sharedAddress(sharedMemory()) + pTile;
 #pragma unroll
@@ -569,41 +409,41 @@ struct ForwardKernel {
 
   // The number of KV tiles the CTA's rows see (0 when the causal mask hides every key).
   static FFPA_DEVICE int visibleTiles(const ForwardParams& p, const Coordinates& c) {
-    int tiles = (p.seqKv + kKeys - 1) / kKeys;
-    if (p.causal) {
-      const int64_t lastKey = int64_t(min2(c.firstRow + kRows, p.seqQ) - 1) + p.causalOffset;
-      if (lastKey < 0) return 0;
-      const int64_t causalTiles = lastKey / kKeys + 1;
-      if (causalTiles < tiles) tiles = static_cast<int>(causalTiles);
-    }
-    return tiles;
+    return visibleKeyTiles(p.seqQ, p.seqKv, kKeys, c.firstRow, kRows, p.causal, p.causalOffset);
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {
     const Coordinates c = locate(p);
-    Pipeline pipe{p, c, sharedAddress(sharedMemory())};
-    pipe.qkPanels = p.headDimQk / 16;
-    pipe.qkSteps = (pipe.qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
-    pipe.vSteps = (kOutPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
-    pipe.stepsPerTile = pipe.qkSteps + pipe.vSteps;
+    const uint32_t shared = sharedAddress(sharedMemory());
+    const int qkPanels = p.headDimQk / 16;
+    const int qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
+    const int vSteps = (kOutPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
     const int tiles = visibleTiles(p, c);
-    pipe.totalSteps = tiles * pipe.stepsPerTile;
+    auto pipe = makeStepPipeline(p.rings, shared, qkSteps, vSteps, tiles,
+                                 [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, tile, inTile, slot); });
 
     RowStats stats;
     Output o;
     o.clear();
     [[maybe_unused]] uint32_t qFrag[kQRegisterPanels][4];
     if (tiles > 0) {
+      if (p.persistQ) {
+        // The persisted Q tile: the first commit group, before every step.
+        auto column = [](int panel) { return panel * 16; };
+        copyTile(shared + p.qPersistOffset, p.qRowBytes, kRows, qkPanels, c.q, p.qStrides[2],
+                 p.seqQ - c.firstRow, p.headDimQk, column, kThreads);
+        copyAsyncCommit();
+      }
       pipe.start();
       if constexpr (kQInRegisters) {
-        // The persisted Q tile is the first commit group: wait for it alone, then keep the
-        // warp's fragments of all of d_qk in registers.
-        copyAsyncWaitPending(pipe.issued - 1);
+        // Wait for the persisted Q tile alone, then keep the warp's fragments of all of d_qk in
+        // registers.
+        copyAsyncWaitPending(pipe.issued);
         blockBarrier();
 #pragma unroll
         for (int panel = 0; panel < kQRegisterPanels; ++panel) {
-          if (panel < pipe.qkPanels) {
-            loadRowsA(qFrag[panel], pipe.shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, panel);
+          if (panel < qkPanels) {
+            loadRowsA(qFrag[panel], shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, panel);
           }
         }
       }
@@ -617,21 +457,21 @@ struct ForwardKernel {
         uint32_t slot = 0;
 #pragma unroll
         for (int panel = 0; panel < kQRegisterPanels; ++panel) {
-          if (panel < pipe.qkPanels) {
+          if (panel < qkPanels) {
             if (panel % p.qkPanelsPerStep == 0) slot = pipe.acquire(step++);
             scorePanel(s, qFrag[panel], slot + p.qkSlotKOffset, p.kRowBytes,
                        panel % p.qkPanelsPerStep, c.colWarp);
           }
         }
       } else {
-        for (int qkStep = 0; qkStep < pipe.qkSteps; ++qkStep) {
+        for (int qkStep = 0; qkStep < qkSteps; ++qkStep) {
           const uint32_t slot = pipe.acquire(step++);
           const int firstPanel = qkStep * p.qkPanelsPerStep;
-          const int panels = min2(p.qkPanelsPerStep, pipe.qkPanels - firstPanel);
+          const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
           for (int panel = 0; panel < panels; ++panel) {
             uint32_t a[4];
             if (p.persistQ) {
-              loadRowsA(a, pipe.shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, firstPanel + panel);
+              loadRowsA(a, shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, firstPanel + panel);
             } else {
               loadRowsA(a, slot, kRows, p.qRowBytes, c.warpRow, panel);
             }

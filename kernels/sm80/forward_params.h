@@ -12,6 +12,8 @@
 // so a thread keeps warpColumns / 2 fp32 O values (at most 128) whatever d_v is.
 #pragma once
 
+#include "sm80/step_rings.h"
+
 #include <cstdint>
 
 namespace ffpa::sm80 {
@@ -66,14 +68,12 @@ struct ForwardParams {
   float scaleLog2;    // softmax scale * log2(e): scores are kept in the log2 domain
   int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
 
-  // The cp.async pipeline: every KV tile is a run of steps, first the Q K^T steps (each brings
-  // qkPanelsPerStep 16-column panels of K, and of Q unless Q is persisted), then the P V steps
-  // (each brings vPanelsPerStep panels of V per column warp).
-  int32_t stages;          // slots per ring, 1..4
+  // The cp.async pipeline (step_rings.h): every KV tile is a run of steps, first the Q K^T steps
+  // (each brings qkPanelsPerStep 16-column panels of K, and of Q unless Q is persisted), then the
+  // P V steps (each brings vPanelsPerStep panels of V per column warp).
+  StepRings rings;
   int32_t qkPanelsPerStep;
   int32_t vPanelsPerStep;
-  int32_t prefetch;        // issue steps of the next phase while the current one computes
-  int32_t shareSmem;       // one ring for Q/K and V steps instead of one ring each
   int32_t persistQ;        // the Q tile is loaded once into shared memory (d_qk <= 320)
   int32_t qRowBytes;       // 32: swizzled panel rows; 48: padded panel rows
   int32_t kRowBytes;
@@ -81,10 +81,6 @@ struct ForwardParams {
 
   // The shared-memory layout (see forwardLayout()).
   uint32_t qPersistOffset;
-  uint32_t qkRingOffset;
-  uint32_t vRingOffset;
-  uint32_t qkSlotBytes;
-  uint32_t vSlotBytes;
   uint32_t qkSlotKOffset;  // where K starts inside a Q/K slot
   uint32_t pOffset;        // P of each row group, two buffers (kColWarps > 1)
   uint32_t statsOffset;    // row maxima (two buffers) and row sums exchanged by column warps
@@ -105,17 +101,12 @@ struct PipelineChoice {
   bool swizzleV = true;
 };
 
-constexpr uint32_t alignUp(uint64_t bytes, uint64_t alignment) {
-  return static_cast<uint32_t>((bytes + alignment - 1) / alignment * alignment);
-}
-
 // Fills the pipeline and layout fields of `p` (headDimQk and headDimV must be set) and returns the
 // dynamic shared memory it needs.
 inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& choice, ForwardParams& p) {
   const int qkPanels = p.headDimQk / 16;
   const int warpPanels = shape.warpColumns / 16;
   const int keyTiles = shape.keysPerWarp / 8;  // m16n8 MMAs per warp per Q K^T panel
-  p.stages = choice.stages;
   if (choice.persistKv) {
     p.qkPanelsPerStep = qkPanels;
     p.vPanelsPerStep = warpPanels;
@@ -127,8 +118,6 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
     if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;
     if (p.vPanelsPerStep > warpPanels) p.vPanelsPerStep = warpPanels;
   }
-  p.prefetch = choice.prefetch;
-  p.shareSmem = choice.shareSmem;
   p.persistQ = choice.persistQ;
   p.qRowBytes = choice.swizzleQ ? 32 : 48;
   p.kRowBytes = choice.swizzleK ? 32 : 48;
@@ -140,21 +129,14 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
   const uint64_t vStepBytes =
       uint64_t(shape.keys()) * shape.colWarps * p.vPanelsPerStep * p.vRowBytes;
   p.qkSlotKOffset = alignUp(qStepBytes, 128);
-  uint32_t qkSlot = alignUp(p.qkSlotKOffset + kStepBytes, 128);
-  uint32_t vSlot = alignUp(vStepBytes, 128);
-  if (choice.shareSmem) qkSlot = vSlot = qkSlot > vSlot ? qkSlot : vSlot;
-  p.qkSlotBytes = qkSlot;
-  p.vSlotBytes = vSlot;
 
   uint32_t offset = 0;
   p.qPersistOffset = offset;
   // Q for the whole of d_qk: the persisted tile (which is also where Q fragments come from when
   // they are kept in registers).
   if (choice.persistQ) offset += alignUp(uint64_t(shape.rows()) * qkPanels * p.qRowBytes, 128);
-  p.qkRingOffset = offset;
-  offset += qkSlot * p.stages;
-  p.vRingOffset = choice.shareSmem ? p.qkRingOffset : offset;
-  if (!choice.shareSmem) offset += vSlot * p.stages;
+  offset = layOutRings(p.rings, choice.stages, choice.prefetch, choice.shareSmem,
+                       p.qkSlotKOffset + kStepBytes, vStepBytes, offset);
   p.pOffset = offset;
   if (shape.colWarps > 1) offset += 2u * shape.rowWarps * 16 * shape.keys() * 2;
   p.statsOffset = offset;

@@ -1,6 +1,7 @@
 #include "core/kernel_registry.h"
 
 #include "reference/reference_variants.h"
+#include "sm80/backward_variant.h"
 #include "sm80/forward_variant.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@ const KernelRegistry& builtinKernels() {
     KernelRegistry r;
     registerReferenceVariants(r);
     sm80::registerForwardVariant(r);
+    sm80::registerBackwardVariant(r);
     return r;
   }();
   return registry;

@@ -19,7 +19,7 @@ const std::array<KnobSpec, kKnobCount> kSpecs = {{
   // --- Kernel selection ---
   {FFPA_POLICY_ACCUMULATOR, "FFPA_POLICY_ACCUMULATOR", FFPA_POLICY_TYPE_ENUM, 0, 3, 0, "f32",
    "FFPA_ACCUMULATOR ENABLE_FFPA_FORCE_QK_F16 ENABLE_FFPA_FORCE_PV_F16", "f32 qk_f16 pv_f16 f16", "",
-   "Accumulator precision of Q*K^T and P*V; the two ENABLE_FFPA_FORCE_* variables are mutually exclusive.", true},
+   "Accumulator precision of the forward's Q*K^T and P*V (the backward always uses fp32); the two ENABLE_FFPA_FORCE_* variables are mutually exclusive.", true},
   {FFPA_POLICY_PREFETCH_QKV, "FFPA_POLICY_PREFETCH_QKV", kBool, 0, 1, 1, "1",
    "ENABLE_FFPA_PREFETCH_QKV", kBoolNames, "",
    "Prefetch the next Q/K/V chunks while the current product runs.", true},

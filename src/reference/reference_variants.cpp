@@ -26,11 +26,13 @@ Plan referencePlan(const PlanRequest& r) {
 
 // The reference serves every problem the API accepts, on every device libffpa runs on. It
 // computes in fp32 whatever the kernel knobs say: the performance knobs (pipelining, layouts) do
-// not change results, but a reduced-precision accumulator does, so the reference serves a
-// problem that asks for one only when FFPA_POLICY_REFERENCE_BACKEND says to.
+// not change results, but a reduced-precision forward accumulator does, so the reference serves a
+// forward problem that asks for one only when FFPA_POLICY_REFERENCE_BACKEND says to. (Backward
+// gradients accumulate in fp32 on every path.)
 Support referenceSupports(const PlanRequest& r) {
   const ffpaAccumulator_t accumulator = r.policy.accumulator();
-  if (accumulator != FFPA_ACCUMULATOR_F32 && !r.policy.flag(FFPA_POLICY_REFERENCE_BACKEND)) {
+  if (r.problem.direction == Direction::Forward && accumulator != FFPA_ACCUMULATOR_F32 &&
+      !r.policy.flag(FFPA_POLICY_REFERENCE_BACKEND)) {
     return Support::rejected(
         FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION,
         cat("FFPA_POLICY_ACCUMULATOR=", knobValueName(FFPA_POLICY_ACCUMULATOR, accumulator),

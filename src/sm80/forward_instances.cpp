@@ -6,14 +6,14 @@ namespace ffpa::sm80 {
 
 // Defined by the generated translation units, one per head dim of the kernel set.
 #define FFPA_DECLARE_FORWARD_INSTANCES(d) void appendForwardInstancesD##d(ForwardInstanceList& out);
-FFPA_FORWARD_HEAD_DIMS(FFPA_DECLARE_FORWARD_INSTANCES)
+FFPA_KERNEL_HEAD_DIMS(FFPA_DECLARE_FORWARD_INSTANCES)
 #undef FFPA_DECLARE_FORWARD_INSTANCES
 
 const ForwardInstanceList& forwardInstances() {
   static const ForwardInstanceList instances = [] {
     ForwardInstanceList all;
 #define FFPA_APPEND_FORWARD_INSTANCES(d) appendForwardInstancesD##d(all);
-    FFPA_FORWARD_HEAD_DIMS(FFPA_APPEND_FORWARD_INSTANCES)
+    FFPA_KERNEL_HEAD_DIMS(FFPA_APPEND_FORWARD_INSTANCES)
 #undef FFPA_APPEND_FORWARD_INSTANCES
     // Head dims with the same tile shape compile the same kernels: keep one entry of each.
     ForwardInstanceList unique;

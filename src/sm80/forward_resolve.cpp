@@ -4,54 +4,14 @@
 #include "core/error.h"
 #include "ffpa_build_config.h"
 #include "sm80/forward_variant.h"
+#include "sm80/resolve_common.h"
 
-#include <cmath>
 #include <cstdint>
-#include <sstream>
 
 namespace ffpa::sm80 {
 namespace {
 
-constexpr int kMaxGridYz = 65535;
-
 ForwardResolution refuse(Support why) { return {std::nullopt, std::move(why)}; }
-
-Support notApplicable(std::string why) { return Support::notApplicable(std::move(why)); }
-Support rejected(std::string why) {
-  return Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(why));
-}
-
-bool stagesCompiled(int stages) {
-  std::istringstream list(FFPA_BUILD_STAGES);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    if (std::stoi(item) == stages) return true;
-  }
-  return false;
-}
-
-bool isDefault(const Policy& policy, ffpaPolicyKnob_t knob) {
-  return policy.source(knob) == FFPA_POLICY_SOURCE_DEFAULT;
-}
-
-// Layout facts the kernel relies on: unit stride on d, 16-byte rows for cp.async, 4-byte O pairs.
-std::optional<std::string> layoutProblem(const AttentionProblem& problem) {
-  const struct {
-    const char* name;
-    const Strides& strides;
-    int64_t multiple;
-  } tensors[] = {{"Q", problem.q, 8}, {"K", problem.k, 8}, {"V", problem.v, 8}, {"O", problem.o, 2}};
-  for (const auto& t : tensors) {
-    if (t.strides[3] != 1) return cat(t.name, " has a head-dim stride of ", t.strides[3], " (needs 1)");
-    for (int i = 0; i < 3; ++i) {
-      if (t.strides[i] % t.multiple != 0) {
-        return cat(t.name, " strides must be multiples of ", t.multiple, " elements (",
-                   t.multiple * 2, " bytes); stride ", i, " is ", t.strides[i]);
-      }
-    }
-  }
-  return std::nullopt;
-}
 
 const ForwardInstance* findInstance(int headDimV, ffpaDataType_t dtype, ffpaAccumulator_t accumulator,
                                     bool pipeKv, bool qInRegisters, bool vInRegisters) {
@@ -81,18 +41,11 @@ int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t a
 ForwardResolution resolveForward(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
   const Policy& policy = r.policy;
-  if (problem.dtype != FFPA_DATA_TYPE_FLOAT16 && problem.dtype != FFPA_DATA_TYPE_BFLOAT16) {
-    return refuse(notApplicable(cat(dataTypeName(problem.dtype), " tensors (fp16 and bf16 only)")));
-  }
-  if (problem.headDimQk % 16 != 0 || problem.headDimV % 16 != 0 || problem.headDimQk > 1024 ||
-      problem.headDimV > 1024) {
-    return refuse(notApplicable(cat("head dims ", problem.headDimQk, "/", problem.headDimV,
-                                    " (needs multiples of 16 up to 1024)")));
-  }
-  if (auto why = layoutProblem(problem)) return refuse(notApplicable(*why));
-  if (problem.seqQ > INT32_MAX - 1024 || problem.seqKv > INT32_MAX - 1024 ||
-      problem.headsQ > INT32_MAX || problem.batch > INT32_MAX) {
-    return refuse(notApplicable("sequence lengths, heads and batch must stay below 2^31"));
+  if (auto why = unservedProblem(problem)) return refuse(notApplicable(*why));
+  // Unit stride on d, 16-byte rows for cp.async, 4-byte O pairs.
+  if (auto why = strideProblem({{"Q", problem.q, 8}, {"K", problem.k, 8}, {"V", problem.v, 8},
+                                {"O", problem.o, 2}})) {
+    return refuse(notApplicable(*why));
   }
 
   const ffpaAccumulator_t accumulator = policy.accumulator();
@@ -126,13 +79,10 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   }
 
   // Pipeline knobs: run-time parameters of every instance.
-  const int64_t stagesKnob = policy.value(FFPA_POLICY_STAGES);
-  if (stagesKnob != 0 && !stagesCompiled(static_cast<int>(stagesKnob))) {
-    return refuse(rejected(cat("FFPA_POLICY_STAGES=", stagesKnob, " is not in this build's stage set (",
-                               FFPA_BUILD_STAGES, "); rebuild with -Dkernel_set=full -Dall_stages=true")));
-  }
+  if (auto why = stagesProblem(policy)) return refuse(rejected(*why));
+  const bool stagesAtDefault = policy.value(FFPA_POLICY_STAGES) == 0;
   PipelineChoice& c = d.choice;
-  c.stages = stagesKnob == 0 ? 2 : static_cast<int>(stagesKnob);
+  c.stages = stagesOf(policy);
   c.prefetch = policy.flag(FFPA_POLICY_PREFETCH_QKV);
   c.shareSmem = policy.flag(FFPA_POLICY_QKV_SMEM_SHARE);
   c.swizzleQ = policy.flag(FFPA_POLICY_SMEM_SWIZZLE_Q);
@@ -151,7 +101,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   auto fits = [&] { return forwardLayout(d.shape, c, p) <= limit; };
   // Knobs left at their defaults give way, one after the other, to fit the device's shared
   // memory; a knob the caller set is never changed behind their back.
-  if (!fits() && stagesKnob == 0 && c.stages > 1) {
+  if (!fits() && stagesAtDefault && c.stages > 1) {
     c.stages = 1;
     d.notes += " stages=1(fit)";
   }
@@ -170,23 +120,11 @@ ForwardResolution resolveForward(const PlanRequest& r) {
                                "FFPA_POLICY_PERSIST_Q_G2S, or set FFPA_POLICY_QKV_SMEM_SHARE=1")));
   }
 
-  // The grid: (N/Br, B*H) or (N/Br, H, B); the y and z extents are limited to 65535.
-  d.gridDnhb = policy.flag(FFPA_POLICY_LAUNCH_GRID_DNHB);
+  // The grid: (N/Br, B*H) or (N/Br, H, B).
   const int64_t rowTiles = (problem.seqQ + d.shape.rows() - 1) / d.shape.rows();
-  const bool flatFits = problem.batch * problem.headsQ <= kMaxGridYz;
-  const bool dnhbFits = problem.batch <= kMaxGridYz && problem.headsQ <= kMaxGridYz;
-  if (!d.gridDnhb && !flatFits && dnhbFits && isDefault(policy, FFPA_POLICY_LAUNCH_GRID_DNHB)) {
-    d.gridDnhb = true;
-    d.notes += " grid=dnhb(B*H>65535)";
+  if (auto why = chooseGrid(policy, rowTiles, problem.batch, problem.headsQ, d.gridDnhb, d.grid, d.notes)) {
+    return refuse(rejected(*why));
   }
-  if (d.gridDnhb ? !dnhbFits : !flatFits) {
-    return refuse(rejected(cat("grid layout ", d.gridDnhb ? "(N/Br, H, B) needs B and H" : "(N/Br, B*H) needs B*H",
-                               " <= 65535 (B=", problem.batch, ", H=", problem.headsQ,
-                               "); change FFPA_POLICY_LAUNCH_GRID_DNHB")));
-  }
-  d.grid[0] = static_cast<uint32_t>(rowTiles);
-  d.grid[1] = static_cast<uint32_t>(d.gridDnhb ? problem.headsQ : problem.batch * problem.headsQ);
-  d.grid[2] = static_cast<uint32_t>(d.gridDnhb ? problem.batch : 1);
   return {std::move(d), Support::applies()};
 }
 
@@ -195,8 +133,8 @@ std::string describeForwardConfig(const ForwardLaunch& d) {
   const char* swizzle[] = {"pad", "swizzle"};
   return cat("Br=", d.shape.rows(), " Bc=", d.shape.keys(), " warps=", d.shape.rowWarps, "x",
              d.shape.colWarps, " threads=", d.shape.threads(), " d_v<=", d.instance->headDimV,
-             " stages=", p.stages, " qk_step=", p.qkPanelsPerStep * 16, " v_step=", p.vPanelsPerStep * 16,
-             " prefetch=", p.prefetch, " smem_share=", p.shareSmem, " q=", swizzle[d.choice.swizzleQ],
+             " stages=", p.rings.stages, " qk_step=", p.qkPanelsPerStep * 16, " v_step=", p.vPanelsPerStep * 16,
+             " prefetch=", p.rings.prefetch, " smem_share=", p.rings.shared, " q=", swizzle[d.choice.swizzleQ],
              " k=", swizzle[d.choice.swizzleK], " v=", swizzle[d.choice.swizzleV],
              " persist_q=", p.persistQ, " persist_kv=", d.choice.persistKv,
              " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " smem=", p.sharedBytes, "B", d.notes);

@@ -1,6 +1,7 @@
 #include "sm80/forward_variant.h"
 
 #include "sm80/forward_resolve.h"
+#include "sm80/kernel_attributes.h"
 
 #include "core/cuda_check.h"
 #include "core/descriptors.h"
@@ -38,9 +39,7 @@ Plan plan(const PlanRequest& r) {
   const ForwardLaunch& d = *resolution.launch;
   if (r.runtime != nullptr) {
     // Once per plan, not per call: the execute path only launches.
-    checkCuda(cudaFuncSetAttribute(d.instance->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(d.layout.sharedBytes)),
-              "cudaFuncSetAttribute(sm80 forward kernel)", FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH);
+    allowDynamicSharedMemory(d.instance->kernel, r.device, "sm80 forward kernel");
   }
   Plan plan;
   plan.kernel = instanceName(*d.instance);

@@ -3,8 +3,7 @@
 #include "common/error_metrics.h"
 #include "common/random.h"
 #include "core/kernel_registry.h"
-#include "core/policy.h"
-#include "emulated_forward.h"
+#include "emulated_kernels.h"
 #include "sm80/forward_resolve.h"
 #include "sm80/forward_variant.h"
 
@@ -23,54 +22,6 @@ namespace {
 using ffpa_tools::DType;
 using ffpa_tools::HostTensor;
 
-ffpaDataType_t libraryType(DType type) {
-  switch (type) {
-    case DType::float16: return FFPA_DATA_TYPE_FLOAT16;
-    case DType::bfloat16: return FFPA_DATA_TYPE_BFLOAT16;
-    case DType::float32: return FFPA_DATA_TYPE_FLOAT32;
-  }
-  return FFPA_DATA_TYPE_FLOAT32;
-}
-
-ffpaCausalMode_t libraryMask(ffpa_tools::CausalMask mask) {
-  switch (mask) {
-    case ffpa_tools::CausalMask::none: return FFPA_CAUSAL_NONE;
-    case ffpa_tools::CausalMask::top_left: return FFPA_CAUSAL_TOP_LEFT;
-    case ffpa_tools::CausalMask::bottom_right: return FFPA_CAUSAL_BOTTOM_RIGHT;
-  }
-  return FFPA_CAUSAL_NONE;
-}
-
-ffpa::Strides stridesOf(const HostTensor& tensor) {
-  const auto& layout = tensor.layout();
-  return {layout.strides[0], layout.strides[1], layout.strides[2], layout.strides[3]};
-}
-
-ffpa::DeviceInfo deviceOf(PlannedDevice device) {
-  ffpa::DeviceInfo d;
-  d.name = device == PlannedDevice::hopper ? "emulated H100" : "emulated A100";
-  d.smVersion = device == PlannedDevice::hopper ? 90 : 80;
-  d.smCount = device == PlannedDevice::hopper ? 132 : 108;
-  d.sharedMemPerBlockOptin = device == PlannedDevice::hopper ? 227 * 1024 : 163 * 1024;
-  d.sharedMemPerSm = d.sharedMemPerBlockOptin + 1024;
-  d.globalMemBytes = int64_t{80} << 30;
-  return d;
-}
-
-
-ffpaAccumulator_t accumulatorOf(const Knobs& knobs) {
-  ffpaAccumulator_t accumulator = FFPA_ACCUMULATOR_F32;
-  for (const auto& [knob, value] : knobs) {
-    if (knob == FFPA_POLICY_ACCUMULATOR) accumulator = static_cast<ffpaAccumulator_t>(value);
-  }
-  return accumulator;
-}
-
-std::vector<uint8_t> bytesOf(const HostTensor& tensor) {
-  const auto* data = static_cast<const uint8_t*>(tensor.data());
-  return {data, data + tensor.size_bytes()};
-}
-
 // The bounds, derived in tests/device/forward_kernels_test.cpp: with fp32 accumulators O within
 // max(2 x what rounding the exact O costs, u) in relative L2 and 4u per element; with fp16
 // accumulators 2e-2 in relative L2; LSE within max(1e-4, 1e-4 |LSE|), or 6e-2 absolute when the
@@ -81,26 +32,12 @@ constexpr double kHalfScoreLseAbsolute = 6e-2;
 
 }  // namespace
 
-std::string ForwardCase::toString() const {
-  std::ostringstream text;
-  text << shape.to_string() << " " << ffpa_tools::dtype_name(dtype) << " "
-       << ffpa_tools::layout_name(layout) << (withLse ? " lse" : " no-lse")
-       << (device == PlannedDevice::hopper ? " sm90" : " sm80") << " start=" << start;
-  for (const auto& [knob, value] : knobs) {
-    text << " " << ffpa::knobSpec(knob).name << "=" << ffpa::knobValueName(knob, value);
-  }
-  return text.str();
-}
-
-ForwardOutcome runForward(const ForwardCase& c) {
+ForwardOutcome runForward(const AttentionCase& c) {
   const ffpa_tools::AttentionProblem& s = c.shape;
-  using ffpa_tools::attention_layout;
-  HostTensor q(c.dtype, attention_layout(c.layout, s.batch, s.heads_q, s.seq_q, s.dim_qk));
-  HostTensor k(c.dtype, attention_layout(c.layout, s.batch, s.heads_kv, s.seq_kv, s.dim_qk));
-  HostTensor v(c.dtype, attention_layout(c.layout, s.batch, s.heads_kv, s.seq_kv, s.dim_v));
+  HostTensor q = queryTensor(c, s.dim_qk), k = keyTensor(c, s.dim_qk), v = keyTensor(c, s.dim_v);
   ForwardOutcome out;
-  out.o = HostTensor(c.dtype, attention_layout(c.layout, s.batch, s.heads_q, s.seq_q, s.dim_v));
-  out.lse = HostTensor(DType::float32, ffpa_tools::lse_layout(c.layout, s.batch, s.heads_q, s.seq_q));
+  out.o = queryTensor(c, s.dim_v);
+  out.lse = lseTensor(c);
   ffpa_tools::Random random(c.start);
   q.fill_uniform(random, -2.0, 2.0);  // Q and K in [-2, 2): a peaked softmax, as on the GPU
   k.fill_uniform(random, -2.0, 2.0);
@@ -108,28 +45,14 @@ ForwardOutcome runForward(const ForwardCase& c) {
   out.o.poison();
   out.lse.poison();
 
-  ffpa::AttentionProblem problem;
-  problem.direction = ffpa::Direction::Forward;
-  problem.dtype = libraryType(c.dtype);
-  problem.batch = s.batch;
-  problem.headsQ = s.heads_q;
-  problem.headsKv = s.heads_kv;
-  problem.seqQ = s.seq_q;
-  problem.seqKv = s.seq_kv;
-  problem.headDimQk = s.dim_qk;
-  problem.headDimV = s.dim_v;
-  problem.causal = libraryMask(s.causal);
-  problem.scale = static_cast<float>(s.scale);  // the attribute is a float
-  problem.hasLse = c.withLse;
+  ffpa::AttentionProblem problem = libraryProblem(c, ffpa::Direction::Forward);
   problem.q = stridesOf(q);
   problem.k = stridesOf(k);
   problem.v = stridesOf(v);
   problem.o = stridesOf(out.o);
   problem.lse = stridesOf(out.lse);
-
-  ffpa::Policy policy;
-  for (const auto& [knob, value] : c.knobs) policy.setValue(knob, value);
-  const ffpa::DeviceInfo device = deviceOf(c.device);
+  const ffpa::Policy policy = policyOf(c);
+  const ffpa::DeviceInfo device = deviceOf(c);
   const ffpa::PlanRequest request{problem, policy, device, nullptr};
   const ffpa::sm80::ForwardResolution resolution = ffpa::sm80::resolveForward(request);
   if (!resolution.launch) {
@@ -170,9 +93,9 @@ ForwardOutcome runForward(const ForwardCase& c) {
   return out;
 }
 
-void checkForward(const ForwardCase& c, const ForwardOutcome& outcome) {
+void checkForward(const AttentionCase& c, const ForwardOutcome& outcome) {
   const std::string context = c.toString() + "\n  " + outcome.kernel + " " + outcome.config;
-  const ffpaAccumulator_t accumulator = accumulatorOf(c.knobs);
+  const ffpaAccumulator_t accumulator = accumulatorOf(c);
   const double u = ffpa_tools::unit_roundoff(c.dtype);
 
   const std::vector<double> o = outcome.o.to_dense();
@@ -225,15 +148,14 @@ void checkForward(const ForwardCase& c, const ForwardOutcome& outcome) {
     CHECK_MESSAGE(wrong == 0, context << "\n  LSE: " << wrong << " of " << lse.size()
                                       << " values off; worst difference " << worst);
   } else {
-    const std::vector<uint8_t> bytes = bytesOf(outcome.lse);
-    CHECK_MESSAGE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0xFF; }),
+    CHECK_MESSAGE(allPoison(outcome.lse),
                   context << "\n  the LSE buffer was written though no LSE was asked for");
   }
   CHECK_MESSAGE(outcome.o.gaps_untouched(), context << "\n  O: the gaps of its layout were written");
   CHECK_MESSAGE(outcome.lse.gaps_untouched(), context << "\n  LSE: the gaps of its layout were written");
 }
 
-void runAndCheckForward(const ForwardCase& c) {
+void runAndCheckForward(const AttentionCase& c) {
   try {
     checkForward(c, runForward(c));
   } catch (const std::exception& e) {

@@ -1,38 +1,15 @@
 // Runs one forward problem the way the library would on a GPU, but on the CPU warp emulator: the
-// planner's resolveForward() picks the instance and computes its parameters under the given
+// planner's resolveForward() picks the instance and computes its parameters under the case's
 // knobs; the emulated twin of that instance runs on host tensors with poisoned outputs; the result
 // is checked against float64 attention.
 #pragma once
 
-#include "common/cpu_attention.h"
-#include "common/host_tensor.h"
+#include "attention_case.h"
 
-#include <ffpa/ffpa.h>
-
-#include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace emulation_test {
-
-using Knobs = std::vector<std::pair<ffpaPolicyKnob_t, int64_t>>;
-
-// The GPUs problems are planned for: shared memory per block as on an H100 (227 KiB) or an A100
-// (163 KiB).
-enum class PlannedDevice { hopper, ampere };
-
-struct ForwardCase {
-  ffpa_tools::AttentionProblem shape;  // its scale is set explicitly (rounded to float)
-  ffpa_tools::DType dtype = ffpa_tools::DType::float16;
-  ffpa_tools::LayoutKind layout = ffpa_tools::LayoutKind::bhnd;
-  bool withLse = true;
-  Knobs knobs;  // set with the setter's priority; the rest keep their defaults
-  PlannedDevice device = PlannedDevice::hopper;
-  uint64_t start = 1;  // of the random inputs
-
-  std::string toString() const;
-};
 
 struct ForwardOutcome {
   std::string kernel;  // the instance's plan name, e.g. "sm80.forward.f16.d512.acc_f32"
@@ -43,14 +20,14 @@ struct ForwardOutcome {
 
 // Plans and runs `c`. Throws std::runtime_error when the planner refuses the problem and
 // ffpa::emulation::KernelError when the emulator finds a bug in the kernel.
-ForwardOutcome runForward(const ForwardCase& c);
+ForwardOutcome runForward(const AttentionCase& c);
 
 // CHECKs the outcome: O within the bound of the case's dtype and accumulator (FlashAttention's
 // criterion with fp32 accumulators; the device tests' documented bound with fp16 ones), LSE, rows
 // that see no key (O exactly 0, LSE -inf), and the gaps of padded layouts untouched.
-void checkForward(const ForwardCase& c, const ForwardOutcome& outcome);
+void checkForward(const AttentionCase& c, const ForwardOutcome& outcome);
 
 // runForward() and checkForward(), with a failure to run reported as a failed CHECK.
-void runAndCheckForward(const ForwardCase& c);
+void runAndCheckForward(const AttentionCase& c);
 
 }  // namespace emulation_test

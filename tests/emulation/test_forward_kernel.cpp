@@ -3,7 +3,8 @@
 // (d_v below the instance's, d_qk != d_v) with tails, both causal alignments, MHA/GQA/MQA, packed
 // and padded layouts, both dtypes; every value of every pipeline knob. What this cannot show:
 // speed, and races that the emulator's fixed schedule hides (racecheck on a GPU covers those).
-#include "emulated_forward.h"
+#include "case_matrix.h"
+#include "emulated_kernels.h"
 #include "forward_runner.h"
 
 #include "ffpa_build_config.h"
@@ -12,7 +13,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,34 +23,8 @@ using ffpa_tools::LayoutKind;
 
 namespace {
 
-std::vector<int> listOf(const char* commaSeparated) {
-  std::vector<int> values;
-  std::istringstream list(commaSeparated);
-  for (std::string item; std::getline(list, item, ',');) values.push_back(std::stoi(item));
-  return values;
-}
-
-// The largest head dim this build compiles: problems with a larger d_v go to the reference path.
-int largestCompiledHeadDim() {
-  int largest = 0;
-  for (int d : listOf(FFPA_BUILD_HEADDIMS)) largest = d > largest ? d : largest;
-  return largest;
-}
-
-// attention_shape() with the library's default scale, 1/sqrt(Dqk).
-ffpa_tools::AttentionProblem problem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t seqQ,
-                                     int64_t seqKv, int64_t dimQk, int64_t dimV, CausalMask mask) {
-  ffpa_tools::AttentionProblem p =
-      attention_shape(batch, headsQ, headsKv, seqQ, seqKv, dimQk, dimV, mask);
-  p.scale = ffpa_tools::default_scale(dimQk);
-  return p;
-}
-
-const CausalMask kMasks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
-const LayoutKind kLayouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
-
 // Runs `c` and CHECKs that the planner chose `expectedKernel` for it, and the result.
-void runExpecting(const ForwardCase& c, const std::string& expectedKernel) {
+void runExpecting(const AttentionCase& c, const std::string& expectedKernel) {
   try {
     const ForwardOutcome outcome = runForward(c);
     CHECK_MESSAGE(outcome.kernel == expectedKernel,
@@ -69,7 +43,7 @@ TEST_CASE("every compiled instance is planned by its knobs and computes attentio
   int index = 0;
   for (const EmulatedForwardInstance& instance : instances) {
     const ffpa::sm80::ForwardInstance& i = instance.described;
-    ForwardCase c;
+    AttentionCase c;
     c.dtype = i.dtype == FFPA_DATA_TYPE_FLOAT16 ? DType::float16 : DType::bfloat16;
     c.knobs = {{FFPA_POLICY_ACCUMULATOR, i.accumulator},
                {FFPA_POLICY_REGISTERS_PIPE_KV, i.pipeKv},
@@ -102,7 +76,7 @@ TEST_CASE("the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {
   for (const Dims& d : dims) {
     for (DType dtype : {DType::float16, DType::bfloat16}) {
       const int64_t* s = shapes[index % 6];
-      ForwardCase c;
+      AttentionCase c;
       c.shape = problem(index % 4 == 3 ? 2 : 1, s[0], s[1], s[2], s[3], d.qk, d.v,
                                 kMasks[index % 3]);
       if (index % 5 == 2) c.shape.scale = 0.6 / std::sqrt(double(d.qk));
@@ -143,7 +117,7 @@ TEST_CASE("every pipeline knob value computes the same attention") {
   for (int d : {64, 128, 256, 320, 512, 1024}) {
     if (d > largest) continue;
     for (const Knobs& knobs : settings) {
-      ForwardCase c;
+      AttentionCase c;
       c.shape = problem(2, 2, 1, 90, 150, d, d, kMasks[index % 3]);
       c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
       c.layout = kLayouts[index % 3];
@@ -160,7 +134,7 @@ TEST_CASE("every pipeline knob value computes the same attention") {
 TEST_CASE("knobs at their defaults give way to an A100's shared memory, and still compute") {
   for (int d : {256, 320, 512}) {
     if (d > largestCompiledHeadDim()) continue;
-    ForwardCase c;
+    AttentionCase c;
     c.shape = problem(1, 2, 2, 80, 130, d, d, CausalMask::bottom_right);
     c.device = PlannedDevice::ampere;
     runAndCheckForward(c);

@@ -1,5 +1,6 @@
 // The plans of the sm80 forward kernels on described devices: which instance and which launch
 // configuration each knob leads to, and the knob combinations that fail with a reason.
+#include "plan_text.h"
 #include "test_support.h"
 
 #include <string>
@@ -7,61 +8,6 @@
 using namespace ffpa_test;
 
 namespace {
-
-// The "kernel: ..." and "config: ..." lines of a forward plan, or the failure message.
-struct Described {
-  ffpaStatus_t status;
-  std::string kernel, config, text;
-};
-
-Described describe(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
-  Attention attn(causal);
-  size_t length = 0;
-  const ffpaStatus_t status =
-      ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, nullptr, 0, &length);
-  if (status != FFPA_STATUS_SUCCESS) return {status, "", "", lastError()};
-  std::string text(length, '\0');
-  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, text.data(), length + 1, nullptr));
-  auto line = [&](const std::string& key) {
-    const size_t start = text.find("\n" + key + ": ");
-    if (start == std::string::npos) return std::string();
-    const size_t from = start + key.size() + 3;
-    return text.substr(from, text.find('\n', from) - from);
-  };
-  return {status, line("kernel"), line("config"), text};
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Whether the build compiled instances for head dim d (ffpaGetBuildInfo: "...; head dims 128,256; ...").
-bool compiled(int d) {
-  const std::string info = ffpaGetBuildInfo();
-  const size_t start = info.find("head dims ") + 10;
-  const std::string dims = "," + info.substr(start, info.find(';', start) - start) + ",";
-  return has(dims, "," + std::to_string(d) + ",");
-}
-
-// The expectations below name instances of the default kernel sets; a build with other head dims
-// (-Ddev_headdims) skips them.
-#define REQUIRE_COMPILED(...)                                              \
-  for (const int d_ : {__VA_ARGS__}) {                                     \
-    if (!compiled(d_)) {                                                   \
-      MESSAGE("skipped: no instance for head dim ", d_, " in this build"); \
-      return;                                                              \
-    }                                                                      \
-  }
-
-#define CHECK_HAS(text, part) CHECK_MESSAGE(has(text, part), "\"", text, "\" lacks \"", part, "\"")
-#define CHECK_LACKS(text, part) CHECK_MESSAGE(!has(text, part), "\"", text, "\" has \"", part, "\"")
-
-ffpaDeviceDesc_t describedA100() {
-  ffpaDeviceDesc_t d = describedH100();
-  d.smVersion = 80;
-  d.smCount = 108;
-  d.sharedMemPerBlockOptin = 163 * 1024;
-  d.sharedMemPerSm = 164 * 1024;
-  return d;
-}
 
 const Problem& large() {
   static const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
@@ -77,7 +23,7 @@ const Problem& small() {
 TEST_CASE("the defaults of seed 000 pick the fast kernel with its default configuration") {
   REQUIRE_COMPILED(128, 256, 320, 512);
   Handle h;
-  const Described d = describe(h, large());
+  const Described d = describeForward(h, large());
   REQUIRE(d.status == FFPA_STATUS_SUCCESS);
   CHECK(d.kernel == "sm80.forward.f16.d512.acc_f32");
   for (const char* part : {"Br=64 Bc=64 warps=4x2 threads=256", "stages=2", "prefetch=1", "smem_share=0",
@@ -86,7 +32,7 @@ TEST_CASE("the defaults of seed 000 pick the fast kernel with its default config
   }
   // Small head dims: one warp per row group, coarse tiles (whole d per step), Q persisted, V
   // fragments in registers.
-  const Described s = describe(h, small());
+  const Described s = describeForward(h, small());
   CHECK(s.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");
   for (const char* part : {"warps=4x1 threads=128", "persist_q=1", "persist_kv=1", "qk_step=128", "v_step=128"}) {
     CHECK_HAS(s.config, part);
@@ -101,18 +47,18 @@ TEST_CASE("each accumulator mode runs its own instance; bf16 accumulates in fp32
       {FFPA_ACCUMULATOR_PV_F16, ".acc_pv_f16"}, {FFPA_ACCUMULATOR_F16, ".acc_f16"}};
   for (const auto& [mode, suffix] : modes) {
     h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, mode);
-    CHECK(describe(h, large()).kernel == std::string("sm80.forward.f16.d512") + suffix);
+    CHECK(describeForward(h, large()).kernel == std::string("sm80.forward.f16.d512") + suffix);
   }
   const Problem bf16(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
-  CHECK(describe(h, bf16).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+  CHECK(describeForward(h, bf16).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_F32);
-  CHECK(describe(h, bf16).kernel == "sm80.forward.bf16.d512.acc_f32");
+  CHECK(describeForward(h, bf16).kernel == "sm80.forward.bf16.d512.acc_f32");
 }
 
 TEST_CASE("every pipeline and layout knob shows in the plan") {
   REQUIRE_COMPILED(128, 256, 320, 512);
   Handle h;
-  const std::string base = describe(h, large()).config;
+  const std::string base = describeForward(h, large()).config;
   struct Flip {
     ffpaPolicyKnob_t knob;
     const char* before;
@@ -131,7 +77,7 @@ TEST_CASE("every pipeline and layout knob shows in the plan") {
     Handle flipped;
     const int32_t value = has(flip.before, "=1") || has(flip.before, "swizzle") ? 0 : 1;
     flipped.set<int32_t>(flip.knob, value);
-    const Described d = describe(flipped, large());
+    const Described d = describeForward(flipped, large());
     REQUIRE(d.status == FFPA_STATUS_SUCCESS);
     CHECK_HAS(base, flip.before);
     CHECK_HAS(d.config, flip.after);
@@ -141,12 +87,12 @@ TEST_CASE("every pipeline and layout knob shows in the plan") {
   Handle shared;
   shared.set<int32_t>(FFPA_POLICY_QKV_SMEM_SHARE, 1);
   auto smem = [](const std::string& config) { return std::stol(config.substr(config.find("smem=") + 5)); };
-  CHECK(smem(describe(shared, large()).config) < smem(base));
+  CHECK(smem(describeForward(shared, large()).config) < smem(base));
 
   h.set<int32_t>(FFPA_POLICY_STAGES, 1);
-  CHECK_HAS(describe(h, large()).config, "stages=1");
+  CHECK_HAS(describeForward(h, large()).config, "stages=1");
   h.set<int32_t>(FFPA_POLICY_STAGES, 4);
-  const Described four = describe(h, large());
+  const Described four = describeForward(h, large());
   if (four.status == FFPA_STATUS_SUCCESS) {
     CHECK_HAS(four.config, "stages=4");  // a build with -Dall_stages=true
   } else {
@@ -159,12 +105,12 @@ TEST_CASE("persisting Q and K/V follows the knobs within seed 000's head-dim bou
   REQUIRE_COMPILED(128, 256, 320, 512);
   Handle h;
   const Problem d320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
-  CHECK_HAS(describe(h, d320).config, "persist_q=1");  // d_qk <= 320
-  CHECK_HAS(describe(h, large()).config, "persist_q=0");  // d_qk = 512: not persisted
+  CHECK_HAS(describeForward(h, d320).config, "persist_q=1");  // d_qk <= 320
+  CHECK_HAS(describeForward(h, large()).config, "persist_q=0");  // d_qk = 512: not persisted
   h.set<int32_t>(FFPA_POLICY_PERSIST_Q_G2S, 0);
-  CHECK_HAS(describe(h, d320).config, "persist_q=0");
+  CHECK_HAS(describeForward(h, d320).config, "persist_q=0");
   h.set<int32_t>(FFPA_POLICY_PERSIST_KV_G2S, 0);
-  const Described fine = describe(h, small());
+  const Described fine = describeForward(h, small());
   CHECK_HAS(fine.config, "persist_kv=0");
   CHECK_LACKS(fine.config, "qk_step=128");
 }
@@ -173,39 +119,39 @@ TEST_CASE("fragment knobs select their compiled instance or fail naming the knob
   REQUIRE_COMPILED(128, 256, 320, 512);
   Handle h;
   h.set<int32_t>(FFPA_POLICY_REGISTERS_PIPE_KV, 1);
-  CHECK(describe(h, large()).kernel == "sm80.forward.f16.d512.acc_f32.pipe_kv");
+  CHECK(describeForward(h, large()).kernel == "sm80.forward.f16.d512.acc_f32.pipe_kv");
   h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_QK_F16);
-  const Described notCompiled = describe(h, large());
+  const Described notCompiled = describeForward(h, large());
   CHECK(notCompiled.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(notCompiled.text, "FFPA_POLICY_REGISTERS_PIPE_KV=1");
 
   Handle q;
   q.set<int32_t>(FFPA_POLICY_PERSIST_Q_S2R, 1);
-  CHECK(describe(q, small()).kernel == "sm80.forward.f16.d128.acc_f32.q_s2r.v_s2r");
-  const Described tooLarge = describe(q, large());
+  CHECK(describeForward(q, small()).kernel == "sm80.forward.f16.d128.acc_f32.q_s2r.v_s2r");
+  const Described tooLarge = describeForward(q, large());
   CHECK(tooLarge.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(tooLarge.text, "FFPA_POLICY_PERSIST_Q_S2R=1 needs d_qk <= 128");
 
   Handle v;
   v.set<int32_t>(FFPA_POLICY_PERSIST_V_S2R, 0);
-  CHECK(describe(v, small()).kernel == "sm80.forward.f16.d128.acc_f32");
+  CHECK(describeForward(v, small()).kernel == "sm80.forward.f16.d128.acc_f32");
   // Large head dims split V's columns over warps: the knob is for the small-d kernel only.
-  CHECK(describe(v, large()).kernel == "sm80.forward.f16.d512.acc_f32");
+  CHECK(describeForward(v, large()).kernel == "sm80.forward.f16.d512.acc_f32");
 }
 
 TEST_CASE("knobs left at their defaults give way to the device's shared memory; set ones fail") {
   REQUIRE_COMPILED(128, 256, 320, 512);
   const Problem d256(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 256);
   Handle h100;
-  CHECK_HAS(describe(h100, d256).config, "stages=2");
-  CHECK_HAS(describe(h100, d256).config, "persist_kv=1");
+  CHECK_HAS(describeForward(h100, d256).config, "stages=2");
+  CHECK_HAS(describeForward(h100, d256).config, "persist_kv=1");
   Handle a100(describedA100());
-  const Described adapted = describe(a100, d256);
+  const Described adapted = describeForward(a100, d256);
   CHECK_HAS(adapted.config, "stages=1(fit)");
   a100.set<int32_t>(FFPA_POLICY_STAGES, 2);
-  CHECK_HAS(describe(a100, d256).config, "persist_kv=0(fit)");
+  CHECK_HAS(describeForward(a100, d256).config, "persist_kv=0(fit)");
   a100.set<int32_t>(FFPA_POLICY_PERSIST_KV_G2S, 1);
-  const Described refused = describe(a100, d256);
+  const Described refused = describeForward(a100, d256);
   CHECK(refused.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(refused.text, "bytes of shared memory per block and the device allows 166912");
 }
@@ -214,27 +160,27 @@ TEST_CASE("problems outside the fast kernels' domain go to the reference, saying
   REQUIRE_COMPILED(128, 256, 320, 512);
   Handle h;
   const Problem fp32(FFPA_DATA_TYPE_FLOAT32, 1, 2, 2, 64, 64, 128, 128);
-  CHECK(describe(h, fp32).kernel == "reference.cublaslt.forward");
-  const Described odd = describe(h, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 64, 64, 72, 72));
+  CHECK(describeForward(h, fp32).kernel == "reference.cublaslt.forward");
+  const Described odd = describeForward(h, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 64, 64, 72, 72));
   CHECK(odd.kernel == "reference.cublaslt.forward");
   CHECK_HAS(odd.text, "sm80.forward: head dims 72/72 (needs multiples of 16");
   // d_qk != d_v (absorbed MLA), GQA, causal: the fast kernel.
   const Problem mla(FFPA_DATA_TYPE_BFLOAT16, 2, 16, 1, 300, 700, 576, 512);
-  CHECK(describe(h, mla, FFPA_CAUSAL_BOTTOM_RIGHT).kernel == "sm80.forward.bf16.d512.acc_f32");
+  CHECK(describeForward(h, mla, FFPA_CAUSAL_BOTTOM_RIGHT).kernel == "sm80.forward.bf16.d512.acc_f32");
   // The reference backend policy overrides the planner's choice.
   h.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);
-  CHECK(describe(h, large()).kernel == "reference.cublaslt.forward");
+  CHECK(describeForward(h, large()).kernel == "reference.cublaslt.forward");
 }
 
 TEST_CASE("huge batch x heads switches the default grid layout, an explicit one fails") {
   REQUIRE_COMPILED(128, 256, 320, 512);
   const Problem many(FFPA_DATA_TYPE_FLOAT16, 512, 256, 256, 64, 64, 128, 128);  // B*H = 131072
   Handle h;
-  const std::string config = describe(h, many).config;
+  const std::string config = describeForward(h, many).config;
   CHECK_HAS(config, "grid=(N/Br,H,B)");
   CHECK_HAS(config, "grid=dnhb(B*H>65535)");
   h.set<int32_t>(FFPA_POLICY_LAUNCH_GRID_DNHB, 0);
-  const Described refused = describe(h, many);
+  const Described refused = describeForward(h, many);
   CHECK(refused.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(refused.text, "FFPA_POLICY_LAUNCH_GRID_DNHB");
 }

@@ -586,8 +586,9 @@ pub struct ffpaAutotuneMode(pub ::std::os::raw::c_uint);
 #[doc = " Search space of runtime autotuning (value type of #FFPA_POLICY_AUTOTUNE_MODE)."]
 pub use self::ffpaAutotuneMode as ffpaAutotuneMode_t;
 impl ffpaPolicyKnob {
-    #[doc = " #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32. Any other value needs fp16 tensors and a"]
-    #[doc = "  fast kernel that offers it: a problem only the reference path serves fails with"]
+    #[doc = " #ffpaAccumulator_t, default #FFPA_ACCUMULATOR_F32: the forward's accumulators (the backward"]
+    #[doc = "  always accumulates in fp32). Any other value needs fp16 tensors and a"]
+    #[doc = "  fast forward kernel that offers it: a problem only the reference path serves fails with"]
     #[doc = "  #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, unless #FFPA_POLICY_REFERENCE_BACKEND is set"]
     #[doc = "  (the reference always accumulates in fp32). Environment: `ENABLE_FFPA_FORCE_QK_F16` and"]
     #[doc = "  `ENABLE_FFPA_FORCE_PV_F16` (mutually exclusive: both set to 1 fails), or `FFPA_ACCUMULATOR`"]
@@ -728,7 +729,11 @@ impl ffpaPolicyKnob {
 #[doc = " their names or numbers; an empty variable counts as unset."]
 #[doc = ""]
 #[doc = " Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails"]
-#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced."]
+#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced. The"]
+#[doc = " backward kernels follow #FFPA_POLICY_STAGES, #FFPA_POLICY_PREFETCH_QKV,"]
+#[doc = " #FFPA_POLICY_QKV_SMEM_SHARE, #FFPA_POLICY_PERSIST_Q_G2S (Q and dO rows of the dQ kernel) and"]
+#[doc = " #FFPA_POLICY_LAUNCH_GRID_DNHB; the other kernel knobs concern the forward only, and gradients"]
+#[doc = " always accumulate in fp32."]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct ffpaPolicyKnob(pub ::std::os::raw::c_uint);
 #[doc = " The runtime knobs of a handle."]
@@ -740,7 +745,11 @@ pub struct ffpaPolicyKnob(pub ::std::os::raw::c_uint);
 #[doc = " their names or numbers; an empty variable counts as unset."]
 #[doc = ""]
 #[doc = " Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails"]
-#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced."]
+#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced. The"]
+#[doc = " backward kernels follow #FFPA_POLICY_STAGES, #FFPA_POLICY_PREFETCH_QKV,"]
+#[doc = " #FFPA_POLICY_QKV_SMEM_SHARE, #FFPA_POLICY_PERSIST_Q_G2S (Q and dO rows of the dQ kernel) and"]
+#[doc = " #FFPA_POLICY_LAUNCH_GRID_DNHB; the other kernel knobs concern the forward only, and gradients"]
+#[doc = " always accumulate in fp32."]
 pub use self::ffpaPolicyKnob as ffpaPolicyKnob_t;
 impl ffpaPolicySource {
     #[doc = "< The built-in default."]

@@ -1,0 +1,314 @@
+// The backward's dK/dV kernel (sm_80 and newer): key-major. One CTA owns Bk = 16 * kRowWarps
+// keys of one (batch, KV head), keeps their K and V rows in shared memory, and for each query head
+// of the group and each Q tile of Bq queries that sees any of its keys, runs
+//
+//   score steps:   S^T[Bk, Bq] = K Q^T over d_qk, then dP^T[Bk, Bq] = V dO^T over d_v
+//                  (each column warp for its queriesPerWarp queries)
+//   gradient:      P^T = exp2(S^T scaleLog2 - lse2[query]), dS^T = P^T * (dP^T - delta[query]),
+//                  masked; both shared by the column warps of a row group
+//   output steps:  dV[Bk, warp's columns] += P^T dO[Bq, warp's columns], then
+//                  dK[Bk, warp's columns] += dS^T Q[Bq, warp's columns]
+//
+// and writes dV and dK * scale once: the sum over the group's query heads needs no atomics. Keys
+// that no query sees get exact zeros.
+#pragma once
+
+#include "common/element.cuh"
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm80/cta_geometry.cuh"
+#include "sm80/backward_params.h"
+#include "sm80/gradient_tiles.cuh"
+#include "sm80/panels.cuh"
+#include "sm80/step_pipeline.cuh"
+
+#include <cstdint>
+
+namespace ffpa::kernels::sm80 {
+
+using ffpa::sm80::BackwardParams;
+using ffpa::sm80::GradientLayout;
+
+template <class Tag, int kHeadDim>
+struct KeyGradientKernel {
+  using Element = typename Tag::Element;
+  static constexpr ffpa::sm80::KeyShape kShape = ffpa::sm80::keyGradientShape(kHeadDim);
+  static constexpr int kRowWarps = kShape.rowWarps;
+  static constexpr int kColWarps = kShape.colWarps;
+  static constexpr int kThreads = kShape.threads();
+  static constexpr int kKeys = kShape.keys();                    // Bk
+  static constexpr int kQueries = kShape.queries();              // Bq
+  static constexpr int kQueryTiles = kShape.queriesPerWarp / 8;  // n8 tiles of S^T per warp
+  static constexpr int kQuerySteps = kQueries / 16;              // k16 steps of P^T dO and dS^T Q
+  static constexpr int kOutPanels = kShape.warpColumns / 16;     // panels of dK (and of dV) per warp
+
+  static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
+  static_assert(kShape.warpColumns <= 128, "dK + dV: at most 128 fp32 registers per thread");
+  static_assert(kQueryTiles == 1 || kQueryTiles % 2 == 0, "queries are loaded 16 at a time");
+  static_assert(kQueries % 16 == 0, "P^T dO: k16 steps");
+
+  struct Coordinates {
+    int firstKey;  // of the CTA
+    int warpRow;   // first key of the warp's row group, relative to the CTA
+    int rowGroup;
+    int colWarp;
+    int group;  // lane / 4
+    int quad;   // lane % 4
+    int64_t batch;
+    int64_t kvHead;
+    int firstQueryTile;  // the first Q tile that sees any of the CTA's keys
+    int queryTiles;      // per query head, from firstQueryTile
+    const Element* k;
+    const Element* v;
+    Element* dk;
+    Element* dv;
+  };
+
+  static FFPA_DEVICE Coordinates locate(const BackwardParams& p) {
+    Coordinates c;
+    const WarpRole role = warpRole(kColWarps);
+    c.rowGroup = role.rowGroup;
+    c.colWarp = role.colWarp;
+    c.group = role.group;
+    c.quad = role.quad;
+    c.firstKey = blockIndexX() * kKeys;
+    c.warpRow = c.rowGroup * 16;
+    const GridPosition position = gridPosition(p.gridDnhb, p.headsKv);
+    c.batch = position.batch;
+    c.kvHead = position.head;
+    // Query i sees key j iff j <= i + causalOffset: the CTA's first key is seen from query
+    // firstKey - causalOffset on, and every later query sees at least as many keys.
+    const int allTiles = (p.seqQ + kQueries - 1) / kQueries;
+    int64_t firstQuery = 0;
+    if (p.causal) firstQuery = int64_t(c.firstKey) - p.causalOffset;
+    if (firstQuery < 0) firstQuery = 0;
+    c.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kQueries);
+    c.queryTiles = allTiles - c.firstQueryTile;
+    c.k = static_cast<const Element*>(p.k) + c.batch * p.kStrides[0] + c.kvHead * p.kStrides[1] +
+          int64_t(c.firstKey) * p.kStrides[2];
+    c.v = static_cast<const Element*>(p.v) + c.batch * p.vStrides[0] + c.kvHead * p.vStrides[1] +
+          int64_t(c.firstKey) * p.vStrides[2];
+    c.dk = static_cast<Element*>(p.dk) + c.batch * p.dkStrides[0] + c.kvHead * p.dkStrides[1];
+    c.dv = static_cast<Element*>(p.dv) + c.batch * p.dvStrides[0] + c.kvHead * p.dvStrides[1];
+    return c;
+  }
+
+  static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
+
+  // A tile of the loop: query head `head` (of the whole problem) and its Q tile `queryTile`.
+  struct Tile {
+    int64_t head;
+    int firstQuery;
+  };
+  static FFPA_DEVICE Tile tileOf(const BackwardParams& p, const Coordinates& c, int tile) {
+    const int headInGroup = tile / c.queryTiles;
+    return {c.kvHead * p.groupSize + headInGroup, (c.firstQueryTile + tile % c.queryTiles) * kQueries};
+  }
+  static FFPA_DEVICE const Element* queryRows(const void* base, const int64_t (&strides)[3],
+                                              const Coordinates& c, const Tile& t) {
+    return static_cast<const Element*>(base) + c.batch * strides[0] + t.head * strides[1] +
+           int64_t(t.firstQuery) * strides[2];
+  }
+
+  // Steps of a tile: ceil(qkPanels / w) of K Q^T, ceil(vPanels / w) of V dO^T, then
+  // ceil(kOutPanels / w2) of P^T dO and as many of dS^T Q.
+  struct Steps {
+    int qkPanels, vPanels, qkSteps, vSteps, outputSteps;
+  };
+
+  static FFPA_DEVICE Steps stepsOf(const BackwardParams& p) {
+    const GradientLayout& l = p.keyLayout;
+    Steps s;
+    s.qkPanels = p.headDimQk / 16;
+    s.vPanels = p.headDimV / 16;
+    s.qkSteps = (s.qkPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
+    s.vSteps = (s.vPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
+    s.outputSteps = (kOutPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
+    return s;
+  }
+
+  static FFPA_DEVICE void issueStep(const BackwardParams& p, const Coordinates& c, const Steps& s,
+                                    int tile, int inTile, uint32_t base) {
+    const GradientLayout& l = p.keyLayout;
+    const Tile t = tileOf(p, c, tile);
+    const int validRows = p.seqQ - t.firstQuery;
+    const Element* q = queryRows(p.q, p.qStrides, c, t);
+    const Element* dO = queryRows(p.dO, p.dOStrides, c, t);
+    const int scoreSteps = s.qkSteps + s.vSteps;
+    if (inTile < scoreSteps) {
+      const bool isQk = inTile < s.qkSteps;
+      const int w = l.scorePanelsPerStep;
+      const int firstPanel = (isQk ? inTile : inTile - s.qkSteps) * w;
+      const int panels = min2(w, (isQk ? s.qkPanels : s.vPanels) - firstPanel);
+      auto column = [=](int panel) { return (firstPanel + panel) * 16; };
+      copyTile(base, 32, kQueries, panels, isQk ? q : dO, isQk ? p.qStrides[2] : p.dOStrides[2], validRows,
+               isQk ? p.headDimQk : p.headDimV, column, kThreads);
+    } else {
+      // dO panels (the dV steps), then Q panels (the dK steps); panel i of a step is panel
+      // (i % w2) of column warp i / w2.
+      const bool isDv = inTile < scoreSteps + s.outputSteps;
+      const int w2 = l.outputPanelsPerStep;
+      const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.outputSteps)) * w2;
+      auto column = [=](int panel) {
+        const int warpPanel = firstPanel + panel % w2;
+        return warpPanel < kOutPanels ? (panel / w2) * kShape.warpColumns + warpPanel * 16 : -1;
+      };
+      copyTile(base, 32, kQueries, kColWarps * w2, isDv ? dO : q, isDv ? p.dOStrides[2] : p.qStrides[2],
+               validRows, isDv ? p.headDimV : p.headDimQk, column, kThreads);
+    }
+  }
+
+  // Score steps of one product: acc += A B^T, A from the persisted K or V rows (panel offset
+  // `rowPanel0`), B (queries) from the slot.
+  template <class Pipe>
+  static FFPA_DEVICE void scoreSteps(const BackwardParams& p, const Coordinates& c, Pipe& pipe, int& step,
+                                     int count, int panelsTotal, int rowPanel0,
+                                     AccumulatorTile<kQueryTiles>& acc) {
+    const GradientLayout& l = p.keyLayout;
+    const uint32_t rows = pipe.shared + l.rowsOffset;
+    for (int i = 0; i < count; ++i) {
+      const uint32_t slot = pipe.acquire(step++);
+      const int firstPanel = i * l.scorePanelsPerStep;
+      const int panels = min2(l.scorePanelsPerStep, panelsTotal - firstPanel);
+      for (int panel = 0; panel < panels; ++panel) {
+        uint32_t a[4];
+        loadRowsA(a, rows, kKeys, 32, c.warpRow, rowPanel0 + firstPanel + panel);
+        accumulateScores(acc, a, slot, kQueries, c.colWarp * kShape.queriesPerWarp, panel, Tag{});
+      }
+    }
+  }
+
+  // Where the row group's P^T (which 0) and dS^T (which 1) of tile `tile` are shared (two
+  // buffers each: a warp may write tile t + 1's while another still reads tile t's).
+  static FFPA_DEVICE uint32_t exchangeTile(const BackwardParams& p, const Coordinates& c, int tile, int which) {
+    const uint32_t bufferBytes = 16 * kQueries * 2;
+    return p.keyLayout.exchangeOffset + (((tile % 2) * 2 + which) * kRowWarps + c.rowGroup) * bufferBytes;
+  }
+
+  // P^T and dS^T of a tile from S^T and dP^T (both overwritten). P^T comes back as A fragments of
+  // the row group; dS^T too with one column warp, else it waits in shared memory for the dK steps
+  // (loadGradient), so that it takes no registers during the dV steps.
+  static FFPA_DEVICE void gradient(const BackwardParams& p, const Coordinates& c, int tile, const Tile& t,
+                                   AccumulatorTile<kQueryTiles>& s, AccumulatorTile<kQueryTiles>& dp,
+                                   uint32_t (&pFrag)[kQuerySteps][4], uint32_t (&dsFrag)[kQuerySteps][4]) {
+    const int64_t rowCount = int64_t(p.batch) * p.headsQ * p.seqQ;
+    const int64_t statsRow0 = (c.batch * p.headsQ + t.head) * p.seqQ;
+    const int firstQuery = t.firstQuery + c.colWarp * kShape.queriesPerWarp;
+#pragma unroll
+    for (int n = 0; n < kQueryTiles; ++n) {
+#pragma unroll
+      for (int odd = 0; odd < 2; ++odd) {
+        const int query = firstQuery + 8 * n + 2 * c.quad + odd;
+        const bool inside = query < p.seqQ;
+        const float delta = inside ? p.rowStats[statsRow0 + query] : 0.0f;
+        const float lse2 = inside ? p.rowStats[rowCount + statsRow0 + query] : __builtin_huge_valf();
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int e = 2 * half + odd;
+          const int key = c.firstKey + c.warpRow + c.group + 8 * half;
+          const bool visible = inside && key < p.seqKv && (!p.causal || key <= query + p.causalOffset);
+          const float probability = visible ? exp2Approx(s.f[n][e] * p.scaleLog2 - lse2) : 0.0f;
+          s.f[n][e] = probability;
+          dp.f[n][e] = probability * (dp.f[n][e] - delta);
+        }
+      }
+    }
+    if constexpr (kColWarps == 1) {
+      packAccumulatorAsA(pFrag, s.f, Tag{});
+      packAccumulatorAsA(dsFrag, dp.f, Tag{});
+    } else {
+      const int column0 = c.colWarp * kShape.queriesPerWarp;
+      shareRows(exchangeTile(p, c, tile, 0), column0, s, Tag{});
+      shareRows(exchangeTile(p, c, tile, 1), column0, dp, Tag{});
+      namedBarrier(1 + c.rowGroup, 32 * kColWarps);
+      loadSharedRowsA(pFrag, exchangeTile(p, c, tile, 0));
+    }
+  }
+
+  // dS^T of tile `tile` as A fragments (shared by gradient() when there are column warps).
+  static FFPA_DEVICE void loadGradient(const BackwardParams& p, const Coordinates& c, int tile,
+                                       uint32_t (&dsFrag)[kQuerySteps][4]) {
+    if constexpr (kColWarps > 1) loadSharedRowsA(dsFrag, exchangeTile(p, c, tile, 1));
+  }
+
+  static FFPA_DEVICE void store(const BackwardParams& p, const Coordinates& c, Element* base,
+                                const int64_t (&strides)[3], int width, float factor,
+                                const AccumulatorTile<2 * kOutPanels>& acc) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int key = c.firstKey + c.warpRow + c.group + 8 * half;
+      if (key >= p.seqKv) continue;
+      Element* out = base + int64_t(key) * strides[2];
+#pragma unroll
+      for (int n = 0; n < 2 * kOutPanels; ++n) {
+        const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
+        if (column < width) {
+          storeGlobal32(out + column, packPair(acc.f[n][2 * half] * factor,
+                                               acc.f[n][2 * half + 1] * factor, Tag{}));
+        }
+      }
+    }
+  }
+
+  static FFPA_DEVICE void run(const BackwardParams& p) {
+    const Coordinates c = locate(p);
+    const GradientLayout& l = p.keyLayout;
+    const Steps s = stepsOf(p);
+    const uint32_t shared = sharedAddress(sharedMemory());
+    const int tiles = p.groupSize * c.queryTiles;
+    auto pipe = makeStepPipeline(l.rings, shared, s.qkSteps + s.vSteps, 2 * s.outputSteps, tiles,
+                                 [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, s, tile, inTile, slot); });
+
+    AccumulatorTile<2 * kOutPanels> dk, dv;
+    dk.clear();
+    dv.clear();
+    if (tiles > 0) {
+      // The CTA's K and V rows: the first commit group, before every step.
+      auto column = [](int panel) { return panel * 16; };
+      const int validKeys = p.seqKv - c.firstKey;
+      copyTile(shared + l.rowsOffset, 32, kKeys, s.qkPanels, c.k, p.kStrides[2], validKeys, p.headDimQk,
+               column, kThreads);
+      copyTile(shared + l.rowsOffset + s.qkPanels * kKeys * 32, 32, kKeys, s.vPanels, c.v, p.vStrides[2],
+               validKeys, p.headDimV, column, kThreads);
+      copyAsyncCommit();
+      pipe.start();
+    }
+
+    int step = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+      const Tile t = tileOf(p, c, tile);
+      AccumulatorTile<kQueryTiles> scores, dp;
+      scores.clear();
+      dp.clear();
+      scoreSteps(p, c, pipe, step, s.qkSteps, s.qkPanels, 0, scores);
+      scoreSteps(p, c, pipe, step, s.vSteps, s.vPanels, s.qkPanels, dp);
+      uint32_t pFrag[kQuerySteps][4], dsFrag[kQuerySteps][4];
+      gradient(p, c, tile, t, scores, dp, pFrag, dsFrag);
+
+      uint32_t slot = 0;
+#pragma unroll
+      for (int panel = 0; panel < kOutPanels; ++panel) {
+        const int inStep = panel % l.outputPanelsPerStep;
+        if (inStep == 0) slot = pipe.acquire(step++);
+        accumulatePanel(dv, panel, pFrag, slot, kQueries, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
+      }
+      loadGradient(p, c, tile, dsFrag);
+#pragma unroll
+      for (int panel = 0; panel < kOutPanels; ++panel) {
+        const int inStep = panel % l.outputPanelsPerStep;
+        if (inStep == 0) slot = pipe.acquire(step++);
+        accumulatePanel(dk, panel, dsFrag, slot, kQueries, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
+      }
+    }
+    store(p, c, c.dv, p.dvStrides, p.headDimV, 1.0f, dv);
+    store(p, c, c.dk, p.dkStrides, p.headDimQk, p.scale, dk);
+  }
+};
+
+template <class Tag, int kHeadDim>
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::keyGradientShape(kHeadDim).threads(), 1)
+    keyGradientKernel(const FFPA_GRID_CONSTANT BackwardParams params) {
+  KeyGradientKernel<Tag, kHeadDim>::run(params);
+}
+
+}  // namespace ffpa::kernels::sm80

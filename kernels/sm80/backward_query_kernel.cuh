@@ -1,0 +1,275 @@
+// The backward's dQ kernel (sm_80 and newer): query-major, with the forward's tiles. One CTA owns
+// Br = 16 * kRowWarps query rows of one (batch, query head) and, for each visible KV tile of Bc
+// keys, runs
+//
+//   score steps:   S[Br, Bc] = Q K^T over d_qk, then dP[Br, Bc] = dO V^T over d_v
+//                  (each column warp for its keysPerWarp keys)
+//   gradient:      P = exp2(S scaleLog2 - lse2), dS = P * (dP - delta), masked; dS shared by the
+//                  column warps of a row group
+//   output steps:  dQ[Br, warp's columns] += dS[Br, Bc] K[Bc, warp's columns]
+//
+// and writes dQ * scale once. Q and dO rows are persisted in shared memory or streamed with the
+// K and V panels of each score step.
+#pragma once
+
+#include "common/element.cuh"
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm80/cta_geometry.cuh"
+#include "sm80/backward_params.h"
+#include "sm80/gradient_tiles.cuh"
+#include "sm80/panels.cuh"
+#include "sm80/step_pipeline.cuh"
+
+#include <cstdint>
+
+namespace ffpa::kernels::sm80 {
+
+using ffpa::sm80::BackwardParams;
+using ffpa::sm80::GradientLayout;
+
+template <class Tag, int kHeadDim>
+struct QueryGradientKernel {
+  using Element = typename Tag::Element;
+  static constexpr ffpa::sm80::ForwardShape kShape = ffpa::sm80::queryGradientShape(kHeadDim);
+  static constexpr int kRowWarps = kShape.rowWarps;
+  static constexpr int kColWarps = kShape.colWarps;
+  static constexpr int kThreads = kShape.threads();
+  static constexpr int kRows = kShape.rows();                 // Br
+  static constexpr int kKeys = kShape.keys();                 // Bc
+  static constexpr int kKeyTiles = kShape.keysPerWarp / 8;    // n8 tiles of S per warp
+  static constexpr int kKeySteps = kKeys / 16;                // k16 steps of dS K
+  static constexpr int kOutPanels = kShape.warpColumns / 16;  // 16-column panels of dQ per warp
+
+  static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
+  static_assert(kShape.warpColumns <= 256, "dQ: at most 128 fp32 registers per thread");
+  static_assert(kKeyTiles == 1 || kKeyTiles % 2 == 0, "keys are loaded 16 at a time");
+
+  struct Coordinates {
+    int firstRow;  // of the CTA
+    int warpRow;   // first row of the warp's row group, relative to the CTA
+    int rowGroup;
+    int colWarp;
+    int group;  // lane / 4
+    int quad;   // lane % 4
+    int64_t statsRow;  // index of the CTA's first row in the row statistics
+    const Element* q;
+    const Element* dO;
+    const Element* k;
+    const Element* v;
+    Element* dq;
+  };
+
+  static FFPA_DEVICE Coordinates locate(const BackwardParams& p) {
+    Coordinates c;
+    const WarpRole role = warpRole(kColWarps);
+    c.rowGroup = role.rowGroup;
+    c.colWarp = role.colWarp;
+    c.group = role.group;
+    c.quad = role.quad;
+    c.firstRow = blockIndexX() * kRows;
+    c.warpRow = c.rowGroup * 16;
+    const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
+    const int64_t kvHead = head / p.groupSize;
+    c.statsRow = (batch * p.headsQ + head) * p.seqQ + c.firstRow;
+    c.q = static_cast<const Element*>(p.q) + batch * p.qStrides[0] + head * p.qStrides[1] +
+          int64_t(c.firstRow) * p.qStrides[2];
+    c.dO = static_cast<const Element*>(p.dO) + batch * p.dOStrides[0] + head * p.dOStrides[1] +
+           int64_t(c.firstRow) * p.dOStrides[2];
+    c.k = static_cast<const Element*>(p.k) + batch * p.kStrides[0] + kvHead * p.kStrides[1];
+    c.v = static_cast<const Element*>(p.v) + batch * p.vStrides[0] + kvHead * p.vStrides[1];
+    c.dq = static_cast<Element*>(p.dq) + batch * p.dqStrides[0] + head * p.dqStrides[1];
+    return c;
+  }
+
+  static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
+
+  // Steps of a KV tile: ceil(qkPanels / w) steps of Q K^T, ceil(vPanels / w) of dO V^T, then
+  // ceil(kOutPanels / w2) of dS K.
+  struct Steps {
+    int qkPanels, vPanels, qkSteps, vSteps, outputSteps;
+  };
+
+  static FFPA_DEVICE Steps stepsOf(const BackwardParams& p) {
+    const GradientLayout& l = p.queryLayout;
+    Steps s;
+    s.qkPanels = p.headDimQk / 16;
+    s.vPanels = p.headDimV / 16;
+    s.qkSteps = (s.qkPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
+    s.vSteps = (s.vPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
+    s.outputSteps = (kOutPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
+    return s;
+  }
+
+  static FFPA_DEVICE void issueStep(const BackwardParams& p, const Coordinates& c, const Steps& s, int tile,
+                                    int inTile, uint32_t base) {
+    const GradientLayout& l = p.queryLayout;
+    const int firstKey = tile * kKeys;
+    const int w = l.scorePanelsPerStep;
+    if (inTile < s.qkSteps + s.vSteps) {
+      const bool isQk = inTile < s.qkSteps;
+      const int firstPanel = (isQk ? inTile : inTile - s.qkSteps) * w;
+      const int panels = min2(w, (isQk ? s.qkPanels : s.vPanels) - firstPanel);
+      const int width = isQk ? p.headDimQk : p.headDimV;
+      auto column = [=](int panel) { return (firstPanel + panel) * 16; };
+      if (!l.persistRows) {
+        copyTile(base, 32, kRows, panels, isQk ? c.q : c.dO, isQk ? p.qStrides[2] : p.dOStrides[2],
+                 p.seqQ - c.firstRow, width, column, kThreads);
+      }
+      const Element* keys = isQk ? c.k : c.v;
+      const int64_t stride = isQk ? p.kStrides[2] : p.vStrides[2];
+      copyTile(base + l.slotColumnsOffset, 32, kKeys, panels, keys + int64_t(firstKey) * stride, stride,
+               p.seqKv - firstKey, width, column, kThreads);
+    } else {
+      // K panels of dS K: panel i of the step is panel (i % w2) of column warp i / w2.
+      const int w2 = l.outputPanelsPerStep;
+      const int firstPanel = (inTile - s.qkSteps - s.vSteps) * w2;
+      auto column = [=](int panel) {
+        const int warpPanel = firstPanel + panel % w2;
+        return warpPanel < kOutPanels ? (panel / w2) * kShape.warpColumns + warpPanel * 16 : -1;
+      };
+      copyTile(base, 32, kKeys, kColWarps * w2, c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2],
+               p.seqKv - firstKey, p.headDimQk, column, kThreads);
+    }
+  }
+
+  // The number of KV tiles the CTA's rows see (0 when the causal mask hides every key).
+  static FFPA_DEVICE int visibleTiles(const BackwardParams& p, const Coordinates& c) {
+    return visibleKeyTiles(p.seqQ, p.seqKv, kKeys, c.firstRow, kRows, p.causal, p.causalOffset);
+  }
+
+  // Score steps [first, first + count) of one product: acc += A B^T, A rows from the persisted
+  // rows (panel offset `rowPanel0`) or the slot, B rows from the slot.
+  template <class Pipe>
+  static FFPA_DEVICE void scoreSteps(const BackwardParams& p, const Coordinates& c, Pipe& pipe, int& step,
+                                     int count, int panelsTotal, int rowPanel0,
+                                     AccumulatorTile<kKeyTiles>& acc) {
+    const GradientLayout& l = p.queryLayout;
+    const uint32_t rows = pipe.shared + l.rowsOffset;
+    for (int i = 0; i < count; ++i) {
+      const uint32_t slot = pipe.acquire(step++);
+      const int firstPanel = i * l.scorePanelsPerStep;
+      const int panels = min2(l.scorePanelsPerStep, panelsTotal - firstPanel);
+      for (int panel = 0; panel < panels; ++panel) {
+        uint32_t a[4];
+        if (l.persistRows) {
+          loadRowsA(a, rows, kRows, 32, c.warpRow, rowPanel0 + firstPanel + panel);
+        } else {
+          loadRowsA(a, slot, kRows, 32, c.warpRow, panel);
+        }
+        accumulateScores(acc, a, slot + l.slotColumnsOffset, kKeys, c.colWarp * kShape.keysPerWarp,
+                         panel, Tag{});
+      }
+    }
+  }
+
+  // dS of KV tile `tile` from S and dP (both overwritten), as A fragments of the row group.
+  static FFPA_DEVICE void gradient(const BackwardParams& p, const Coordinates& c, int tile,
+                                   AccumulatorTile<kKeyTiles>& s, AccumulatorTile<kKeyTiles>& dp,
+                                   uint32_t (&dsFrag)[kKeySteps][4]) {
+    // The row statistics of the thread's rows (g and g + 8), read here rather than kept in
+    // registers across the loop; rows past the end see nothing.
+    const int64_t rowCount = int64_t(p.batch) * p.headsQ * p.seqQ;
+    float delta[2], lse2[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int localRow = c.warpRow + c.group + 8 * half;
+      const bool inside = c.firstRow + localRow < p.seqQ;
+      delta[half] = inside ? p.rowStats[c.statsRow + localRow] : 0.0f;
+      lse2[half] = inside ? p.rowStats[rowCount + c.statsRow + localRow] : __builtin_huge_valf();
+    }
+    const int firstKey = tile * kKeys + c.colWarp * kShape.keysPerWarp;
+    const bool masked = tile * kKeys + kKeys > p.seqKv ||
+                        (p.causal && tile * kKeys + kKeys - 1 > c.firstRow + p.causalOffset);
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float probability = exp2Approx(s.f[n][e] * p.scaleLog2 - lse2[e >> 1]);
+        if (masked) {
+          const int key = firstKey + 8 * n + 2 * c.quad + (e & 1);
+          const int64_t row = c.firstRow + c.warpRow + c.group + 8 * (e >> 1);
+          const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
+          if (!visible) probability = 0.0f;
+        }
+        s.f[n][e] = probability * (dp.f[n][e] - delta[e >> 1]);
+      }
+    }
+    const uint32_t dsTile =
+        p.queryLayout.exchangeOffset + ((tile % 2) * kRowWarps + c.rowGroup) * 16 * kKeys * 2;
+    exchangeAsA(dsFrag, s, kColWarps, dsTile, c.colWarp * kShape.keysPerWarp, 1 + c.rowGroup, Tag{});
+  }
+
+  static FFPA_DEVICE void store(const BackwardParams& p, const Coordinates& c,
+                                const AccumulatorTile<2 * kOutPanels>& dq) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = c.firstRow + c.warpRow + c.group + 8 * half;
+      if (row >= p.seqQ) continue;
+      Element* out = c.dq + int64_t(row) * p.dqStrides[2];
+#pragma unroll
+      for (int n = 0; n < 2 * kOutPanels; ++n) {
+        const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
+        if (column < p.headDimQk) {
+          storeGlobal32(out + column, packPair(dq.f[n][2 * half] * p.scale,
+                                               dq.f[n][2 * half + 1] * p.scale, Tag{}));
+        }
+      }
+    }
+  }
+
+  static FFPA_DEVICE void run(const BackwardParams& p) {
+    const Coordinates c = locate(p);
+    const GradientLayout& l = p.queryLayout;
+    const Steps s = stepsOf(p);
+    const uint32_t shared = sharedAddress(sharedMemory());
+    const int tiles = visibleTiles(p, c);
+    auto pipe = makeStepPipeline(l.rings, shared, s.qkSteps + s.vSteps, s.outputSteps, tiles,
+                                 [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, s, tile, inTile, slot); });
+
+    AccumulatorTile<2 * kOutPanels> dq;
+    dq.clear();
+    if (tiles > 0) {
+      if (l.persistRows) {
+        // The CTA's Q and dO rows: the first commit group, before every step.
+        auto qColumn = [](int panel) { return panel * 16; };
+        copyTile(shared + l.rowsOffset, 32, kRows, s.qkPanels, c.q, p.qStrides[2], p.seqQ - c.firstRow,
+                 p.headDimQk, qColumn, kThreads);
+        const uint32_t dOPanels = shared + l.rowsOffset + s.qkPanels * kRows * 32;
+        copyTile(dOPanels, 32, kRows, s.vPanels, c.dO, p.dOStrides[2], p.seqQ - c.firstRow, p.headDimV,
+                 qColumn, kThreads);
+        copyAsyncCommit();
+      }
+      pipe.start();
+    }
+
+    int step = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+      AccumulatorTile<kKeyTiles> scores, dp;
+      scores.clear();
+      dp.clear();
+      scoreSteps(p, c, pipe, step, s.qkSteps, s.qkPanels, 0, scores);
+      scoreSteps(p, c, pipe, step, s.vSteps, s.vPanels, s.qkPanels, dp);
+      uint32_t dsFrag[kKeySteps][4];
+      gradient(p, c, tile, scores, dp, dsFrag);
+
+      uint32_t slot = 0;
+#pragma unroll
+      for (int panel = 0; panel < kOutPanels; ++panel) {
+        const int inStep = panel % l.outputPanelsPerStep;
+        if (inStep == 0) slot = pipe.acquire(step++);
+        accumulatePanel(dq, panel, dsFrag, slot, kKeys, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
+      }
+    }
+    store(p, c, dq);
+  }
+};
+
+template <class Tag, int kHeadDim>
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::queryGradientShape(kHeadDim).threads(),
+                                    ffpa::sm80::queryGradientShape(kHeadDim).threads() <= 128 ? 2 : 1)
+    queryGradientKernel(const FFPA_GRID_CONSTANT BackwardParams params) {
+  QueryGradientKernel<Tag, kHeadDim>::run(params);
+}
+
+}  // namespace ffpa::kernels::sm80

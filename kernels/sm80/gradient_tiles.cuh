@@ -1,0 +1,100 @@
+// Register tiles of the backward kernels: fp32 accumulators of 16 rows x n8 tiles, the score
+// products that fill them (S = A B^T over one 16-column panel) and the output products
+// (C += A B over k16 steps, B read with ldmatrix.trans).
+#pragma once
+
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm80/panels.cuh"
+
+#include <cstdint>
+
+namespace ffpa::kernels::sm80 {
+
+// 16 rows x 8 * kTiles columns in fp32: f[n][0..1] row g, f[n][2..3] row g + 8 (common/ptx.cuh).
+template <int kTiles>
+struct AccumulatorTile {
+  float f[kTiles][4];
+
+  FFPA_DEVICE void clear() {
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f[n][e] = 0.0f;
+    }
+  }
+  FFPA_DEVICE void scale(float factor) {
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f[n][e] *= factor;
+    }
+  }
+};
+
+// S[16 rows, 8 * kTiles columns] += A[16 rows, panel] B[rows b0 .. b0 + 8 * kTiles of the B tile,
+// panel]^T: A given as a fragment, B rows read from the B tile in shared memory.
+template <int kTiles, class Tag>
+FFPA_DEVICE void accumulateScores(AccumulatorTile<kTiles>& s, const uint32_t (&a)[4], uint32_t bTile,
+                                  int bRows, int b0, int panel, Tag tag) {
+  if constexpr (kTiles == 1) {
+    uint32_t b[2];
+    loadRowsB(b, bTile, bRows, 32, b0, panel);
+    mmaF32(s.f[0], a, b, s.f[0], tag);
+  } else {
+    static_assert(kTiles % 2 == 0, "B rows are loaded 16 at a time");
+#pragma unroll
+    for (int n = 0; n < kTiles; n += 2) {
+      uint32_t b[4];
+      loadRowsB(b, bTile, bRows, 32, b0 + 8 * n, panel);
+      mmaF32(s.f[n], a, {b[0], b[1]}, s.f[n], tag);
+      mmaF32(s.f[n + 1], a, {b[2], b[3]}, s.f[n + 1], tag);
+    }
+  }
+}
+
+// C[16 rows, n8 tiles 2 * tile .. +1] += A[16 rows, 16 * kSteps] B[16 * kSteps rows of the B tile,
+// panel]: A as kSteps fragments, B rows k16 at a time with ldmatrix.trans.
+template <int kSteps, int kTiles, class Tag>
+FFPA_DEVICE void accumulatePanel(AccumulatorTile<kTiles>& c, int tile, const uint32_t (&a)[kSteps][4],
+                                 uint32_t bTile, int bRows, int panel, Tag tag) {
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    uint32_t b[4];
+    loadColumnsB(b, bTile, bRows, 32, 16 * j, panel);
+    mmaF32(c.f[2 * tile], a[j], {b[0], b[1]}, c.f[2 * tile], tag);
+    mmaF32(c.f[2 * tile + 1], a[j], {b[2], b[3]}, c.f[2 * tile + 1], tag);
+  }
+}
+
+// A 16 x (16 * kSteps) matrix of a row group, shared by its column warps: each stores its
+// 8 * kTiles columns from column0 (packed to 16 bits) into the group's tile at byte offset
+// `tileOffset` of shared memory; after the group's named barrier each reads all columns back as
+// A fragments.
+template <int kTiles, class Tag>
+FFPA_DEVICE void shareRows(uint32_t tileOffset, int column0, const AccumulatorTile<kTiles>& tile, Tag tag) {
+  storeAccumulatorRows(tileOffset, column0, tile.f, tag);
+}
+
+template <int kSteps>
+FFPA_DEVICE void loadSharedRowsA(uint32_t (&a)[kSteps][4], uint32_t tileOffset) {
+  const uint32_t shared = sharedAddress(sharedMemory()) + tileOffset;
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) loadRowsA(a[j], shared, 16, 32, 0, j);
+}
+
+// The same for one matrix, barrier included; with one column warp the registers are repacked
+// directly (the warp holds all columns).
+template <int kSteps, int kTiles, class Tag>
+FFPA_DEVICE void exchangeAsA(uint32_t (&a)[kSteps][4], const AccumulatorTile<kTiles>& tile, int colWarps,
+                             uint32_t tileOffset, int column0, int barrier, Tag tag) {
+  if constexpr (2 * kSteps == kTiles) {
+    packAccumulatorAsA(a, tile.f, tag);
+  } else {
+    shareRows(tileOffset, column0, tile, tag);
+    namedBarrier(barrier, 32 * colWarps);
+    loadSharedRowsA(a, tileOffset);
+  }
+}
+
+}  // namespace ffpa::kernels::sm80

@@ -1,0 +1,90 @@
+#include "sm80/resolve_common.h"
+
+#include "core/descriptors.h"
+#include "core/error.h"
+#include "ffpa_build_config.h"
+
+#include <climits>
+#include <sstream>
+
+namespace ffpa::sm80 {
+
+namespace {
+constexpr int64_t kMaxGridYz = 65535;
+}  // namespace
+
+Support notApplicable(std::string why) { return Support::notApplicable(std::move(why)); }
+
+Support rejected(std::string why) {
+  return Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(why));
+}
+
+bool isDefault(const Policy& policy, ffpaPolicyKnob_t knob) {
+  return policy.source(knob) == FFPA_POLICY_SOURCE_DEFAULT;
+}
+
+std::optional<std::string> unservedProblem(const AttentionProblem& problem) {
+  if (problem.dtype != FFPA_DATA_TYPE_FLOAT16 && problem.dtype != FFPA_DATA_TYPE_BFLOAT16) {
+    return cat(dataTypeName(problem.dtype), " tensors (fp16 and bf16 only)");
+  }
+  if (problem.headDimQk % 16 != 0 || problem.headDimV % 16 != 0 || problem.headDimQk > 1024 ||
+      problem.headDimV > 1024) {
+    return cat("head dims ", problem.headDimQk, "/", problem.headDimV,
+               " (needs multiples of 16 up to 1024)");
+  }
+  if (problem.seqQ > INT32_MAX - 1024 || problem.seqKv > INT32_MAX - 1024 ||
+      problem.headsQ > INT32_MAX || problem.batch > INT32_MAX) {
+    return std::string("sequence lengths, heads and batch must stay below 2^31");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> strideProblem(std::initializer_list<StrideRule> rules) {
+  for (const StrideRule& t : rules) {
+    if (t.strides[3] != 1) return cat(t.name, " has a head-dim stride of ", t.strides[3], " (needs 1)");
+    for (int i = 0; i < 3; ++i) {
+      if (t.strides[i] % t.multiple != 0) {
+        return cat(t.name, " strides must be multiples of ", t.multiple, " elements (",
+                   t.multiple * 2, " bytes); stride ", i, " is ", t.strides[i]);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> stagesProblem(const Policy& policy) {
+  const int64_t stages = policy.value(FFPA_POLICY_STAGES);
+  if (stages == 0) return std::nullopt;
+  std::istringstream list(FFPA_BUILD_STAGES);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (std::stoi(item) == stages) return std::nullopt;
+  }
+  return cat("FFPA_POLICY_STAGES=", stages, " is not in this build's stage set (", FFPA_BUILD_STAGES,
+             "); rebuild with -Dkernel_set=full -Dall_stages=true");
+}
+
+int stagesOf(const Policy& policy) {
+  const int64_t stages = policy.value(FFPA_POLICY_STAGES);
+  return stages == 0 ? 2 : static_cast<int>(stages);
+}
+
+std::optional<std::string> chooseGrid(const Policy& policy, int64_t tiles, int64_t batch, int64_t heads,
+                                      bool& dnhb, uint32_t (&grid)[3], std::string& notes) {
+  dnhb = policy.flag(FFPA_POLICY_LAUNCH_GRID_DNHB);
+  const bool flatFits = batch * heads <= kMaxGridYz;
+  const bool dnhbFits = batch <= kMaxGridYz && heads <= kMaxGridYz;
+  if (!dnhb && !flatFits && dnhbFits && isDefault(policy, FFPA_POLICY_LAUNCH_GRID_DNHB)) {
+    dnhb = true;
+    notes += " grid=dnhb(B*H>65535)";
+  }
+  if (dnhb ? !dnhbFits : !flatFits) {
+    return cat("grid layout ", dnhb ? "(N/Br, H, B) needs B and H" : "(N/Br, B*H) needs B*H",
+               " <= 65535 (B=", batch, ", H=", heads, "); change FFPA_POLICY_LAUNCH_GRID_DNHB");
+  }
+  grid[0] = static_cast<uint32_t>(tiles);
+  grid[1] = static_cast<uint32_t>(dnhb ? heads : batch * heads);
+  grid[2] = static_cast<uint32_t>(dnhb ? batch : 1);
+  return std::nullopt;
+}
+
+}  // namespace ffpa::sm80

@@ -1,0 +1,177 @@
+// The sm80 backward kernels on a GPU, through the public API. The default policy must plan an
+// "sm80.backward" kernel wherever one applies; its gradients are measured against float64
+// attention (FlashAttention's criterion: within twice what rounding costs, plus a floor) on fresh
+// random inputs with gradients poisoned, and against the cuBLASLt reference path's exact zeros:
+//   - a covering design over head dims 32-1024 (and d_qk != d_v), tails, both causal
+//     alignments, MHA/GQA/MQA, packed and padded layouts, both dtypes;
+//   - the worst case of upstream's issue tracker, causal + bf16 + d = 320, explicitly;
+//   - five runs of the same call, bit-identical (with and without FFPA_POLICY_DETERMINISTIC:
+//     the kernels use no atomics);
+//   - each value of the pipeline knobs the backward follows.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attention_checks.h"
+
+using namespace ffpa_tools;
+using namespace device_tests;
+
+namespace {
+
+constexpr const char* kFastBackwardPrefix = "sm80.backward";
+
+// The kernel the backward plan of `problem` on `handle` uses.
+std::string planned_backward(const Handle& handle, const DeviceProblem& problem) {
+  size_t length = 0;
+  const auto describe = [&](char* text, size_t size, size_t* written) {
+    return ffpaDescribeAttentionBackwardPlan(
+        handle.get(), problem.attention.get(), problem.q.desc.get(), problem.k.desc.get(),
+        problem.v.desc.get(), problem.o.desc.get(), problem.d_o.desc.get(), problem.lse.desc.get(),
+        problem.dq.desc.get(), problem.dk.desc.get(), problem.dv.desc.get(), text, size, written);
+  };
+  check(describe(nullptr, 0, &length), "ffpaDescribeAttentionBackwardPlan");
+  std::vector<char> text(length + 1);
+  check(describe(text.data(), text.size(), nullptr), "ffpaDescribeAttentionBackwardPlan");
+  const std::string all = text.data();
+  const size_t start = all.find("\nkernel: ");
+  if (start == std::string::npos) return "";
+  return all.substr(start + 9, all.find('\n', start + 9) - start - 9);
+}
+
+// The largest head dim this build compiles (ffpaGetBuildInfo: "...; head dims 128,256; ...").
+int64_t largest_head_dim() {
+  const std::string info = ffpaGetBuildInfo();
+  const size_t start = info.find("head dims ");
+  if (start == std::string::npos) return 1024;
+  int64_t largest = 0;
+  std::string list = info.substr(start + 10, info.find(';', start) - start - 10);
+  std::replace(list.begin(), list.end(), ',', ' ');
+  std::istringstream numbers(list);
+  for (int64_t d = 0; numbers >> d;) largest = std::max(largest, d);
+  return largest;
+}
+
+bool same_bytes(const HostTensor& a, const HostTensor& b) {
+  return a.size_bytes() == b.size_bytes() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// Forward (which writes the O and LSE the backward takes), then the backward on `handle`; CHECKs
+// that the backward plan is a fast one and the gradients.
+void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCase& test) {
+  const std::string context = test.to_string();
+  INFO(context);
+  const AttentionProblem& p = test.config.problem;
+  if (std::max(p.dim_qk, p.dim_v) > largest_head_dim()) {
+    MESSAGE(context << ": not run, this build compiles no backward kernel for it");
+    return;
+  }
+  DeviceProblem problem(test.config);
+  problem.fill_inputs(test.start);
+  const std::string kernel = planned_backward(handle, problem);
+  CHECK_MESSAGE(kernel.rfind(kFastBackwardPrefix, 0) == 0,
+                context << ": planned " << kernel << ", not an " << kFastBackwardPrefix << " kernel");
+  problem.forward(handle, workspace, true);
+  problem.backward(handle, workspace);
+  check_backward_outputs(context + " [" + kernel + "]", problem);
+}
+
+// Every head dim with each mask once; the other factors rotate (a covering design, as the
+// forward's): lengths with tails of every tile and both relations of Nq to Nkv, MHA/GQA/MQA,
+// layouts, dtypes, explicit scales. Every case keeps some query seeing two keys, so that no
+// gradient is identically zero.
+std::vector<TestCase> backward_matrix() {
+  const struct {
+    int64_t qk, v;
+  } dims[] = {{32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320},   {384, 384}, {448, 448},
+              {512, 512}, {576, 576}, {640, 640}, {768, 768}, {1024, 1024}, {576, 512}};
+  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
+  const int64_t lengths[][2] = {{100, 257}, {257, 100}, {193, 193}};
+  const int64_t heads[][3] = {{2, 2, 2}, {1, 4, 2}, {2, 3, 1}};
+  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
+  std::vector<TestCase> cases;
+  for (size_t s = 0; s < std::size(dims); ++s) {
+    for (size_t c = 0; c < 3; ++c) {
+      const int64_t* n = lengths[(s + c) % 3];
+      const int64_t* h = heads[(s + 2 * c) % 3];
+      const DType dtype = (s + c) % 2 == 0 ? DType::float16 : DType::bfloat16;
+      const AttentionProblem shape =
+          attention_shape(h[0], h[1], h[2], n[0], n[1], dims[s].qk, dims[s].v, masks[c]);
+      const double scale = masks[c] == CausalMask::top_left ? 1.5 * default_scale(dims[s].qk) : 0.0;
+      cases.push_back({make_config(shape, dtype, layouts[s % 3], scale), true, 52000 + 3 * s + c});
+    }
+  }
+  return cases;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("device");
+
+TEST_CASE("sm80 backward: gradients over the head-dim matrix match float64") {
+  Handle handle;
+  Workspace workspace;
+  for (const TestCase& test : backward_matrix()) run_fast_backward(handle, workspace, test);
+}
+
+TEST_CASE("sm80 backward: causal + bf16 + d = 320, the worst case of fp16 read-modify-write") {
+  Handle handle;
+  Workspace workspace;
+  for (const CausalMask mask : {CausalMask::top_left, CausalMask::bottom_right}) {
+    const AttentionProblem shape = attention_shape(2, 8, 2, 1024, 1024, 320, 320, mask);
+    run_fast_backward(handle, workspace, {make_config(shape, DType::bfloat16, LayoutKind::bhnd, 0.0), true, 7320});
+  }
+}
+
+TEST_CASE("sm80 backward: five runs of the same call are bit-identical") {
+  const TestCase test{make_config(attention_shape(1, 8, 2, 700, 600, 512, 512, CausalMask::bottom_right),
+                                  DType::bfloat16, LayoutKind::bhnd, 0.0),
+                      true, 7401};
+  for (const int deterministic : {0, 1}) {
+    const std::string context = test.to_string() + ", FFPA_POLICY_DETERMINISTIC=" + std::to_string(deterministic);
+    INFO(context);
+    Handle handle;
+    handle.set_policy(FFPA_POLICY_DETERMINISTIC, deterministic);
+    Workspace workspace;
+    DeviceProblem problem(test.config);
+    problem.fill_inputs(test.start);
+    problem.forward(handle, workspace, true);
+    problem.backward(handle, workspace);
+    check_backward_outputs(context, problem);  // identical NaNs would be bit-identical too
+    const HostTensor dq = problem.dq.host, dk = problem.dk.host, dv = problem.dv.host;
+    for (int run = 1; run < 5; ++run) {
+      problem.backward(handle, workspace);  // poisons the gradients first
+      CHECK_MESSAGE(same_bytes(problem.dq.host, dq), context << ": dQ of run " << run + 1 << " differs");
+      CHECK_MESSAGE(same_bytes(problem.dk.host, dk), context << ": dK of run " << run + 1 << " differs");
+      CHECK_MESSAGE(same_bytes(problem.dv.host, dv), context << ": dV of run " << run + 1 << " differs");
+    }
+  }
+}
+
+TEST_CASE("sm80 backward: every value of the pipeline knobs it follows") {
+  const struct {
+    ffpaPolicyKnob_t knob;
+    int32_t value;
+  } settings[] = {{FFPA_POLICY_STAGES, 1},          {FFPA_POLICY_STAGES, 2},
+                  {FFPA_POLICY_PREFETCH_QKV, 0},    {FFPA_POLICY_QKV_SMEM_SHARE, 1},
+                  {FFPA_POLICY_PERSIST_Q_G2S, 0},   {FFPA_POLICY_LAUNCH_GRID_DNHB, 1}};
+  Workspace workspace;
+  int index = 0;
+  for (const auto& setting : settings) {
+    for (const int64_t d : {128, 512, 1024}) {
+      Handle handle;
+      handle.set_policy(setting.knob, setting.value);
+      const AttentionProblem shape = attention_shape(1, 4, 2, 200, 150, d, d, CausalMask::bottom_right);
+      run_fast_backward(handle, workspace,
+                        {make_config(shape, index % 2 ? DType::bfloat16 : DType::float16,
+                                     LayoutKind::bnhd, 0.0),
+                         true, 7500 + static_cast<uint64_t>(index)});
+      ++index;
+    }
+  }
+}

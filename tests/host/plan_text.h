@@ -1,0 +1,79 @@
+// Plan descriptions through the public API (ffpaDescribeAttention*Plan): their "kernel: " and
+// "config: " lines, and what the build compiled, for the host tests of the fast kernels' plans.
+#pragma once
+
+#include "test_support.h"
+
+#include <string>
+
+namespace ffpa_test {
+
+struct Described {
+  ffpaStatus_t status;
+  std::string kernel, config, text;  // text: the whole description, or the failure message
+};
+
+// The value of the "key: value" line of a description ("" when there is none).
+inline std::string planLine(const std::string& text, const std::string& key) {
+  const size_t start = text.find("\n" + key + ": ");
+  if (start == std::string::npos) return std::string();
+  const size_t from = start + key.size() + 3;
+  return text.substr(from, text.find('\n', from) - from);
+}
+
+inline Described describeForward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
+  Attention attn(causal);
+  size_t length = 0;
+  const ffpaStatus_t status =
+      ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, nullptr, 0, &length);
+  if (status != FFPA_STATUS_SUCCESS) return {status, "", "", lastError()};
+  std::string text(length, '\0');
+  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, text.data(), length + 1, nullptr));
+  return {status, planLine(text, "kernel"), planLine(text, "config"), text};
+}
+
+inline Described describeBackward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
+  Attention attn(causal);
+  size_t length = 0;
+  const ffpaStatus_t status = ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq,
+                                                                p.dk, p.dv, nullptr, 0, &length);
+  if (status != FFPA_STATUS_SUCCESS) return {status, "", "", lastError()};
+  std::string text(length, '\0');
+  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv,
+                                               text.data(), length + 1, nullptr));
+  return {status, planLine(text, "kernel"), planLine(text, "config"), text};
+}
+
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Whether the build compiled instances for head dim d (ffpaGetBuildInfo: "...; head dims 128,256; ...").
+inline bool compiled(int d) {
+  const std::string info = ffpaGetBuildInfo();
+  const size_t start = info.find("head dims ") + 10;
+  const std::string dims = "," + info.substr(start, info.find(';', start) - start) + ",";
+  return has(dims, "," + std::to_string(d) + ",");
+}
+
+inline ffpaDeviceDesc_t describedA100() {
+  ffpaDeviceDesc_t d = describedH100();
+  d.smVersion = 80;
+  d.smCount = 108;
+  d.sharedMemPerBlockOptin = 163 * 1024;
+  d.sharedMemPerSm = 164 * 1024;
+  return d;
+}
+
+}  // namespace ffpa_test
+
+// The expectations of a test that name instances of the default kernel sets; a build with other
+// head dims (-Ddev_headdims) skips them.
+#define REQUIRE_COMPILED(...)                                              \
+  for (const int d_ : {__VA_ARGS__}) {                                     \
+    if (!ffpa_test::compiled(d_)) {                                        \
+      MESSAGE("skipped: no instance for head dim ", d_, " in this build"); \
+      return;                                                              \
+    }                                                                      \
+  }
+
+#define CHECK_HAS(text, part) CHECK_MESSAGE(ffpa_test::has(text, part), "\"", text, "\" lacks \"", part, "\"")
+#define CHECK_LACKS(text, part) CHECK_MESSAGE(!ffpa_test::has(text, part), "\"", text, "\" has \"", part, "\"")

@@ -118,6 +118,8 @@ constexpr int kRowStatsWarps = 8;
 // The gradient kernels' pipeline knobs, after the planner resolved them.
 struct GradientChoice {
   int stages = 2;
+  int scorePanelsPerStep = 0;   // 0: the default for the shape
+  int outputPanelsPerStep = 0;
   bool prefetch = true;
   bool shareSmem = false;
   bool persistQueryRows = true;  // the dQ kernel keeps its Q and dO rows in shared memory
@@ -128,13 +130,20 @@ constexpr int scorePanelsFor(int scoreTilesPerWarp) {
   return 16 / scoreTilesPerWarp < 8 ? (16 / scoreTilesPerWarp > 0 ? 16 / scoreTilesPerWarp : 1) : 8;
 }
 
+// Output panels per column warp and step: the choice's, or 2; at most the warp's panels.
+constexpr int outputPanelsFor(const GradientChoice& choice, int warpPanels) {
+  const int wanted = choice.outputPanelsPerStep > 0 ? choice.outputPanelsPerStep : 2;
+  return wanted < warpPanels ? wanted : warpPanels;
+}
+
 // The dQ kernel's layout; returns its dynamic shared memory. Swizzled panels throughout.
 inline uint32_t queryGradientLayout(const ForwardShape& shape, const GradientChoice& choice,
                                     int headDimQk, int headDimV, GradientLayout& l) {
   const int panels = (headDimQk > headDimV ? headDimQk : headDimV) / 16;
-  l.scorePanelsPerStep = scorePanelsFor(shape.keysPerWarp / 8);
+  l.scorePanelsPerStep = choice.scorePanelsPerStep > 0 ? choice.scorePanelsPerStep
+                                                       : scorePanelsFor(shape.keysPerWarp / 8);
   if (l.scorePanelsPerStep > panels) l.scorePanelsPerStep = panels;
-  l.outputPanelsPerStep = 2 < shape.warpColumns / 16 ? 2 : shape.warpColumns / 16;
+  l.outputPanelsPerStep = outputPanelsFor(choice, shape.warpColumns / 16);
   l.persistRows = choice.persistQueryRows;
   const uint64_t rowBytes = 32;
   const uint64_t aStep = l.persistRows ? 0 : shape.rows() * l.scorePanelsPerStep * rowBytes;
@@ -157,9 +166,10 @@ inline uint32_t queryGradientLayout(const ForwardShape& shape, const GradientCho
 inline uint32_t keyGradientLayout(const KeyShape& shape, const GradientChoice& choice, int headDimQk,
                                   int headDimV, GradientLayout& l) {
   const int panels = (headDimQk > headDimV ? headDimQk : headDimV) / 16;
-  l.scorePanelsPerStep = scorePanelsFor(shape.queriesPerWarp / 8);
+  l.scorePanelsPerStep = choice.scorePanelsPerStep > 0 ? choice.scorePanelsPerStep
+                                                       : scorePanelsFor(shape.queriesPerWarp / 8);
   if (l.scorePanelsPerStep > panels) l.scorePanelsPerStep = panels;
-  l.outputPanelsPerStep = 2 < shape.warpColumns / 16 ? 2 : shape.warpColumns / 16;
+  l.outputPanelsPerStep = outputPanelsFor(choice, shape.warpColumns / 16);
   l.persistRows = 1;
   const uint64_t rowBytes = 32;
   const uint64_t bStep = uint64_t(shape.queries()) * l.scorePanelsPerStep * rowBytes;

@@ -95,6 +95,10 @@ const TensorLayout* optionalLse(ffpaTensorDescriptor_t lseDesc, const void* lse)
   return lseDesc == nullptr ? nullptr : &tensorLayout(lseDesc, "lseDesc");
 }
 
+// Why a call plans: to size or describe (may tune: allocate and synchronize), or to execute (may
+// not; see core/autotune.h).
+enum class Purpose { Prepare, Execute };
+
 struct PlannedCall {
   Context& context;
   CallSnapshot snapshot;
@@ -105,14 +109,14 @@ struct PlannedCall {
 PlannedCall planForward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
                         ffpaTensorDescriptor_t qDesc, ffpaTensorDescriptor_t kDesc,
                         ffpaTensorDescriptor_t vDesc, ffpaTensorDescriptor_t oDesc,
-                        const TensorLayout* lse) {
+                        const TensorLayout* lse, Purpose purpose) {
   Context& context = contextOf(handle);
   CallSnapshot snapshot = context.snapshot();
   setCallLogLevel(snapshot.policy->logLevel());
   AttentionProblem problem = forwardProblem(
       attentionSettings(attn, "attn"), tensorLayout(qDesc, "qDesc"), tensorLayout(kDesc, "kDesc"),
       tensorLayout(vDesc, "vDesc"), tensorLayout(oDesc, "oDesc"), lse);
-  auto plan = context.plan(problem, *snapshot.policy);
+  auto plan = context.plan(problem, *snapshot.policy, purpose == Purpose::Prepare);
   return {context, std::move(snapshot), std::move(problem), std::move(plan)};
 }
 
@@ -129,12 +133,12 @@ BackwardLayouts backwardLayouts(ffpaTensorDescriptor_t qDesc, ffpaTensorDescript
 }
 
 PlannedCall planBackward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
-                         const BackwardLayouts& layouts) {
+                         const BackwardLayouts& layouts, Purpose purpose) {
   Context& context = contextOf(handle);
   CallSnapshot snapshot = context.snapshot();
   setCallLogLevel(snapshot.policy->logLevel());
   AttentionProblem problem = backwardProblem(attentionSettings(attn, "attn"), layouts);
-  auto plan = context.plan(problem, *snapshot.policy);
+  auto plan = context.plan(problem, *snapshot.policy, purpose == Purpose::Prepare);
   return {context, std::move(snapshot), std::move(problem), std::move(plan)};
 }
 
@@ -175,7 +179,8 @@ FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
   return ffpa::guarded("ffpaGetAttentionForwardWorkspaceSize", [&] {
     ffpa::requireNotNull(bytes, "bytes");
     const ffpa::TensorLayout* lse = lseDesc == nullptr ? nullptr : &ffpa::tensorLayout(lseDesc, "lseDesc");
-    *bytes = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse).plan->workspaceBytes;
+    *bytes = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse, ffpa::Purpose::Prepare)
+                 .plan->workspaceBytes;
   });
 }
 
@@ -185,7 +190,8 @@ FFPA_API ffpaStatus_t ffpaDescribeAttentionForwardPlan(
     ffpaTensorDescriptor_t lseDesc, char* buffer, size_t size, size_t* length) {
   return ffpa::guarded("ffpaDescribeAttentionForwardPlan", [&] {
     const ffpa::TensorLayout* lse = lseDesc == nullptr ? nullptr : &ffpa::tensorLayout(lseDesc, "lseDesc");
-    ffpa::describePlan(ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse), buffer, size, length);
+    ffpa::describePlan(ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse, ffpa::Purpose::Prepare),
+                       buffer, size, length);
   });
 }
 
@@ -196,7 +202,8 @@ FFPA_API ffpaStatus_t ffpaAttentionForward(
     float* lse, void* workspace, size_t workspaceSize) {
   return ffpa::guarded("ffpaAttentionForward", [&] {
     const ffpa::TensorLayout* lseLayout = ffpa::optionalLse(lseDesc, lse);
-    const ffpa::PlannedCall call = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lseLayout);
+    const ffpa::PlannedCall call =
+        ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lseLayout, ffpa::Purpose::Execute);
     using ffpa::tensorOperand;
     const ffpa::Operand qOp = tensorOperand("q", q, &ffpa::tensorLayout(qDesc, "qDesc"), false);
     const ffpa::Operand kOp = tensorOperand("k", k, &ffpa::tensorLayout(kDesc, "kDesc"), false);
@@ -228,7 +235,7 @@ FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
     ffpa::requireNotNull(bytes, "bytes");
     const ffpa::BackwardLayouts layouts = ffpa::backwardLayouts(
         qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
-    *bytes = ffpa::planBackward(handle, attn, layouts).plan->workspaceBytes;
+    *bytes = ffpa::planBackward(handle, attn, layouts, ffpa::Purpose::Prepare).plan->workspaceBytes;
   });
 }
 
@@ -241,7 +248,7 @@ FFPA_API ffpaStatus_t ffpaDescribeAttentionBackwardPlan(
   return ffpa::guarded("ffpaDescribeAttentionBackwardPlan", [&] {
     const ffpa::BackwardLayouts layouts = ffpa::backwardLayouts(
         qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
-    ffpa::describePlan(ffpa::planBackward(handle, attn, layouts), buffer, size, length);
+    ffpa::describePlan(ffpa::planBackward(handle, attn, layouts, ffpa::Purpose::Prepare), buffer, size, length);
   });
 }
 
@@ -255,7 +262,7 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
   return ffpa::guarded("ffpaAttentionBackward", [&] {
     const ffpa::BackwardLayouts t = ffpa::backwardLayouts(
         qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
-    const ffpa::PlannedCall call = ffpa::planBackward(handle, attn, t);
+    const ffpa::PlannedCall call = ffpa::planBackward(handle, attn, t, ffpa::Purpose::Execute);
     using ffpa::tensorOperand;
     ffpa::checkOperands({tensorOperand("q", q, t.q, false), tensorOperand("k", k, t.k, false),
                          tensorOperand("v", v, t.v, false), tensorOperand("o", o, t.o, false),

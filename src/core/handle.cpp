@@ -49,15 +49,31 @@ void Context::setPolicy(ffpaPolicyKnob_t knob, const void* value, size_t size) {
   }
 }
 
-std::shared_ptr<const Plan> Context::plan(const AttentionProblem& problem, const Policy& policy) {
+std::shared_ptr<const Plan> Context::plan(const AttentionProblem& problem, const Policy& policy, bool mayTune) {
   const PlanKey key = PlanKey::make(problem, policy, device_);
-  return cache_.getOrCreate(key, [&] {
+  auto make = [&] {
     // Plans prepare library descriptors (cuBLASLt's algorithm choice) for the handle's device,
     // whichever device is current on the calling thread.
     std::optional<ScopedDevice> onDevice;
     if (hasRuntime_) onDevice.emplace(device_.ordinal);
-    return std::make_shared<const Plan>(planner_.plan({problem, policy, device_, runtime()}));
-  });
+    auto fresh = std::make_shared<const Plan>(planner_.plan({problem, policy, device_, runtime()}, mayTune));
+    if (fresh->tuned) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tuned_.push_back(fresh->tuned);
+    }
+    return fresh;
+  };
+  std::shared_ptr<const Plan> plan = cache_.getOrCreate(key, make);
+  if (mayTune && plan->autotunePending) {
+    plan = make();
+    cache_.replace(key, plan);
+  }
+  return plan;
+}
+
+std::vector<std::shared_ptr<const tuning::TunedEntry>> Context::tunedEntries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tuned_;
 }
 
 Context& contextOf(ffpaHandle_t handle) {

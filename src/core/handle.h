@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace ffpa {
 
@@ -38,7 +39,12 @@ class Context {
   void setPolicy(ffpaPolicyKnob_t knob, const void* value, size_t size);
 
   // The plan for a problem under the given policy snapshot: from the cache, or planned now.
-  std::shared_ptr<const Plan> plan(const AttentionProblem& problem, const Policy& policy);
+  // `mayTune`: the call may allocate and synchronize, so runtime autotune may run (workspace
+  // queries and descriptions); a cached plan whose tuning is pending is then tuned and replaced.
+  std::shared_ptr<const Plan> plan(const AttentionProblem& problem, const Policy& policy, bool mayTune);
+
+  // The tuned-config entries runtime autotune produced on this handle, in the order it made them.
+  std::vector<std::shared_ptr<const tuning::TunedEntry>> tunedEntries() const;
 
   PlanCacheStats planCacheStats() const { return cache_.stats(); }
   void clearPlanCache() { cache_.clear(); }
@@ -49,9 +55,10 @@ class Context {
   bool hasRuntime_ = false;
   Planner planner_;
   PlanCache cache_;
-  mutable std::mutex mutex_;  // guards policy_ and stream_
+  mutable std::mutex mutex_;  // guards policy_, stream_ and tuned_
   std::shared_ptr<const Policy> policy_;
   ffpaStream_t stream_ = nullptr;
+  std::vector<std::shared_ptr<const tuning::TunedEntry>> tuned_;
 };
 
 }  // namespace ffpa

@@ -10,6 +10,7 @@
 #include "core/plan.h"
 #include "core/policy.h"
 #include "core/problem.h"
+#include "tuning/tuned_config.h"
 
 #include <functional>
 #include <string>
@@ -22,6 +23,8 @@ struct PlanRequest {
   const Policy& policy;
   const DeviceInfo& device;
   const DeviceRuntime* runtime;  // null for a described device: plan, but prepare nothing on it
+  // An autotune candidate to plan with instead of the persisted tuned config (null: none).
+  const tuning::LaunchConfig* launchConfig = nullptr;
 };
 
 struct Support {
@@ -46,6 +49,9 @@ struct KernelVariant {
   bool isReference = false;  // used only when no other variant applies or rejects, or by policy
   std::function<Support(const PlanRequest&)> supports;
   std::function<Plan(const PlanRequest&)> plan;  // called only after supports() said Applies
+  // Launch configs worth timing for runtime autotune (FFPA_POLICY_AUTOTUNE_MODE's search space);
+  // empty (or no function) when the variant has nothing to tune.
+  std::function<std::vector<tuning::LaunchConfig>(const PlanRequest&)> candidates;
 };
 
 class KernelRegistry {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/problem.h"
+#include "tuning/tuned_config.h"
 
 #include <ffpa/ffpa.h>
 
@@ -61,6 +62,11 @@ struct Plan {
   size_t workspaceBytes = 0;      // everything the caller must provide
   // Launches the plan. For a described device it holds sizes only, no library descriptors.
   std::unique_ptr<const PlanPayload> payload;
+  // Runtime autotune: asked for by the policy but not run (the plan was made in an execute
+  // call); the next workspace query or description tunes and replaces it.
+  bool autotunePending = false;
+  // The tuned-config entry autotuning produced for this plan (null when it was not tuned).
+  std::shared_ptr<const tuning::TunedEntry> tuned;
 };
 
 }  // namespace ffpa

@@ -23,6 +23,16 @@ PlanCache::PlanPtr PlanCache::insertLocked(const PlanKey& key, PlanPtr plan) {
   return plan;
 }
 
+void PlanCache::replace(const PlanKey& key, PlanPtr plan) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (const auto found = index_.find(key); found != index_.end()) {
+    found->second->second = std::move(plan);
+    lru_.splice(lru_.begin(), lru_, found->second);
+    return;
+  }
+  insertLocked(key, std::move(plan));
+}
+
 void PlanCache::evictLocked() {
   while (lru_.size() > capacity_) {
     index_.erase(lru_.back().first);

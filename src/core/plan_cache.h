@@ -34,6 +34,9 @@ class PlanCache {
   template <class MakePlan>
   PlanPtr getOrCreate(const PlanKey& key, MakePlan&& make);
 
+  // Caches `plan` for `key`, replacing the plan there (a re-planned one, e.g. tuned).
+  void replace(const PlanKey& key, PlanPtr plan);
+
   void setCapacity(size_t capacity);
   PlanCacheStats stats() const;
   void clear();  // drops the plans and resets the counters

@@ -9,8 +9,45 @@
 namespace ffpa {
 namespace {
 
-Plan planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped) {
-  Plan plan = variant.plan(request);
+// Policy combinations no kernel could ever serve, whatever is compiled.
+void checkPolicyFitsProblem(const PlanRequest& request) {
+  const ffpaAccumulator_t accumulator = request.policy.accumulator();
+  require(accumulator == FFPA_ACCUMULATOR_F32 || request.problem.dtype == FFPA_DATA_TYPE_FLOAT16,
+          FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, "FFPA_POLICY_ACCUMULATOR=",
+          knobValueName(FFPA_POLICY_ACCUMULATOR, accumulator), " needs fp16 tensors; ",
+          dataTypeName(request.problem.dtype), " always accumulates in fp32 (set FFPA_ACCUMULATOR_F32)");
+}
+
+}  // namespace
+
+Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped,
+                       bool mayTune) const {
+  const bool tunable = request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates;
+  Plan plan;
+  if (tunable && mayTune) {
+    std::unique_ptr<CandidateTimer> timer;
+    std::string why = "no GPU to time on";
+    try {
+      if (timers_) timer = timers_(request);
+    } catch (const Error& e) {  // no memory for the scratch tensors, say
+      why = e.what();
+      logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_WARNING,
+                 cat("autotune: ", describe(request.problem), ": ", why, "; using the untuned plan"));
+    }
+    if (timer) {
+      plan = autotune(variant, request, *timer);
+    } else {
+      plan = variant.plan(request);
+      plan.config += cat(" autotune(off: ", why, ")");
+    }
+  } else {
+    plan = variant.plan(request);
+    // A plan made in an execute call is tuned by the next workspace query or description.
+    if (tunable && request.runtime != nullptr) {
+      plan.autotunePending = true;
+      plan.config += " autotune(pending)";
+    }
+  }
   if (plan.kernel.empty()) plan.kernel = variant.name;  // variants may name the exact instance
   plan.skipped = std::move(skipped);
   plan.workspaceBytes = plan.kernelWorkspaceBytes;
@@ -24,18 +61,7 @@ Plan planWith(const KernelVariant& variant, const PlanRequest& request, std::str
   return plan;
 }
 
-// Policy combinations no kernel could ever serve, whatever is compiled.
-void checkPolicyFitsProblem(const PlanRequest& request) {
-  const ffpaAccumulator_t accumulator = request.policy.accumulator();
-  require(accumulator == FFPA_ACCUMULATOR_F32 || request.problem.dtype == FFPA_DATA_TYPE_FLOAT16,
-          FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, "FFPA_POLICY_ACCUMULATOR=",
-          knobValueName(FFPA_POLICY_ACCUMULATOR, accumulator), " needs fp16 tensors; ",
-          dataTypeName(request.problem.dtype), " always accumulates in fp32 (set FFPA_ACCUMULATOR_F32)");
-}
-
-}  // namespace
-
-Plan Planner::plan(const PlanRequest& request) const {
+Plan Planner::plan(const PlanRequest& request, bool mayTune) const {
   checkPolicyFitsProblem(request);
   const ffpaLogLevel_t level = request.policy.logLevel();
   const bool referenceOnly = request.policy.flag(FFPA_POLICY_REFERENCE_BACKEND);
@@ -55,7 +81,7 @@ Plan Planner::plan(const PlanRequest& request) const {
       const Support support = variant.supports(request);
       if (support.verdict == Support::Verdict::Applies) {
         logMessage(level, FFPA_LOG_LEVEL_DEBUG, cat("planner: ", variant.name, " serves ", problem));
-        return planWith(variant, request, std::move(skipped));
+        return planWith(variant, request, std::move(skipped), mayTune);
       }
       logMessage(level, FFPA_LOG_LEVEL_DEBUG,
                  cat("planner: ", variant.name, " does not serve ", problem, ": ", support.reason));

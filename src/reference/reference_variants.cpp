@@ -45,8 +45,8 @@ Support referenceSupports(const PlanRequest& r) {
 }  // namespace
 
 void registerReferenceVariants(KernelRegistry& registry) {
-  registry.add({reference::kForwardName, Direction::Forward, 0, true, referenceSupports, referencePlan});
-  registry.add({reference::kBackwardName, Direction::Backward, 0, true, referenceSupports, referencePlan});
+  registry.add({reference::kForwardName, Direction::Forward, 0, true, referenceSupports, referencePlan, {}});
+  registry.add({reference::kBackwardName, Direction::Backward, 0, true, referenceSupports, referencePlan, {}});
 }
 
 }  // namespace ffpa

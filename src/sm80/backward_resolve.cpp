@@ -1,6 +1,7 @@
 #include "sm80/backward_resolve.h"
 
 #include "core/error.h"
+#include "core/logging.h"
 #include "ffpa_build_config.h"
 #include "sm80/backward_variant.h"
 #include "sm80/resolve_common.h"
@@ -25,6 +26,17 @@ const BackwardInstance* findInstance(int64_t headDim, ffpaDataType_t dtype) {
 }
 
 }  // namespace
+
+std::vector<LaunchParameter> backwardLaunchParameters(GradientChoice& c) {
+  return {
+      {"stages", 1, maxCompiledStages(), 1, FFPA_POLICY_STAGES, [&c](int64_t v) { c.stages = int(v); }},
+      {"score_step", 16, 128, 16, std::nullopt, [&c](int64_t v) { c.scorePanelsPerStep = int(v / 16); }},
+      {"output_step", 16, 64, 16, std::nullopt, [&c](int64_t v) { c.outputPanelsPerStep = int(v / 16); }},
+      {"prefetch", 0, 1, 1, FFPA_POLICY_PREFETCH_QKV, [&c](int64_t v) { c.prefetch = v != 0; }},
+      {"smem_share", 0, 1, 1, FFPA_POLICY_QKV_SMEM_SHARE, [&c](int64_t v) { c.shareSmem = v != 0; }},
+      {"persist_q", 0, 1, 1, FFPA_POLICY_PERSIST_Q_G2S, [&c](int64_t v) { c.persistQueryRows = v != 0; }},
+  };
+}
 
 BackwardResolution resolveBackward(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
@@ -57,6 +69,14 @@ BackwardResolution resolveBackward(const PlanRequest& r) {
   c.prefetch = policy.flag(FFPA_POLICY_PREFETCH_QKV);
   c.shareSmem = policy.flag(FFPA_POLICY_QKV_SMEM_SHARE);
   c.persistQueryRows = policy.flag(FFPA_POLICY_PERSIST_Q_G2S);
+  // A tuned config (or autotune candidate) sets what the caller left at its default.
+  if (const auto config = launchConfigFor(r, kBackwardVariantName, d.notes)) {
+    const std::string ignored = applyLaunchConfig(*config, policy, backwardLaunchParameters(c));
+    if (!ignored.empty()) {
+      logMessage(policy.logLevel(), FFPA_LOG_LEVEL_WARNING, cat("tuned config for ", describe(problem),
+                                                                ": ignored ", ignored));
+    }
+  }
 
   BackwardParams& p = d.layout;
   const int qk = static_cast<int>(problem.headDimQk), v = static_cast<int>(problem.headDimV);
@@ -158,7 +178,8 @@ std::string describeBackwardConfig(const BackwardLaunch& d) {
              qs.rowWarps, "x", qs.colWarps, " smem=", ql.sharedBytes, "B; dK/dV: Bk=", ks.keys(),
              " Bq=", ks.queries(), " warps=", ks.rowWarps, "x", ks.colWarps, " smem=", kl.sharedBytes,
              "B; stages=", ql.rings.stages, " prefetch=", ql.rings.prefetch, " smem_share=",
-             ql.rings.shared, " persist_q=", ql.persistRows, " grid=",
+             ql.rings.shared, " persist_q=", ql.persistRows, " score_step=", ql.scorePanelsPerStep * 16, "/", kl.scorePanelsPerStep * 16,
+             " output_step=", ql.outputPanelsPerStep * 16, "/", kl.outputPanelsPerStep * 16, " grid=",
              d.gridDnhb ? "(N/B,H,B)" : "(N/B,B*H)", " acc=f32 deterministic=1", d.notes);
 }
 

@@ -6,10 +6,12 @@
 #include "core/kernel_registry.h"
 #include "sm80/backward_instances.h"
 #include "sm80/backward_params.h"
+#include "sm80/resolve_common.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ffpa::sm80 {
 
@@ -32,6 +34,10 @@ struct BackwardResolution {
   std::optional<BackwardLaunch> launch;
   Support refusal;
 };
+
+// The backward's tunable launch parameters (stages, score_step, output_step, prefetch,
+// smem_share, persist_q), writing into `choice`.
+std::vector<LaunchParameter> backwardLaunchParameters(GradientChoice& choice);
 
 // Resolves against this build's instances (backwardInstances()) and the request's device.
 BackwardResolution resolveBackward(const PlanRequest& request);

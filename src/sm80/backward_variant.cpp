@@ -7,6 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace ffpa::sm80 {
 namespace {
 
@@ -54,6 +57,40 @@ Plan plan(const PlanRequest& r) {
   return plan;
 }
 
+// Runtime autotune's search space around the built-in defaults (see forward_variant.cpp).
+std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+  const tuning::LaunchConfig none;
+  PlanRequest defaults = r;
+  defaults.launchConfig = &none;
+  const BackwardResolution resolution = resolveBackward(defaults);
+  if (!resolution.launch) return {};
+  const BackwardLaunch& d = *resolution.launch;
+  const bool max = r.policy.value(FFPA_POLICY_AUTOTUNE_MODE) == FFPA_AUTOTUNE_MODE_MAX;
+  const int scoreDefault = d.layout.queryLayout.scorePanelsPerStep * 16;
+  const int scoreLimit = static_cast<int>(std::min<int64_t>(128, std::max(r.problem.headDimQk, r.problem.headDimV)));
+  std::vector<int> stages, scoreSteps, outputSteps, persistQ = {-1};
+  for (int s = 1; s <= (max ? maxCompiledStages() : std::min(2, maxCompiledStages())); ++s) stages.push_back(s);
+  if (max) {
+    scoreSteps = {16, 32, 64, 128};
+    outputSteps = {16, 32, 64};
+    persistQ = {0, 1};
+  } else {
+    scoreSteps = {scoreDefault, 2 * scoreDefault};
+    outputSteps = {16, 32};
+  }
+  std::vector<tuning::LaunchConfig> configs;
+  for (int s : stages)
+    for (int score : scoreSteps)
+      for (int output : outputSteps)
+        for (int pq : persistQ) {
+          if (score > scoreLimit) continue;
+          tuning::LaunchConfig c{{"stages", s}, {"score_step", score}, {"output_step", output}};
+          if (pq >= 0) c["persist_q"] = pq;
+          configs.push_back(std::move(c));
+        }
+  return configs;
+}
+
 }  // namespace
 
 std::string backwardInstanceName(const BackwardInstance& instance) {
@@ -62,7 +99,7 @@ std::string backwardInstanceName(const BackwardInstance& instance) {
 }
 
 void registerBackwardVariant(KernelRegistry& registry) {
-  registry.add({kBackwardVariantName, Direction::Backward, 100, false, supports, plan});
+  registry.add({kBackwardVariantName, Direction::Backward, 100, false, supports, plan, candidates});
 }
 
 }  // namespace ffpa::sm80

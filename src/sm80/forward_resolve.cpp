@@ -2,6 +2,7 @@
 
 #include "core/descriptors.h"
 #include "core/error.h"
+#include "core/logging.h"
 #include "ffpa_build_config.h"
 #include "sm80/forward_variant.h"
 #include "sm80/resolve_common.h"
@@ -37,6 +38,26 @@ int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t a
 }
 
 }  // namespace
+
+std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const AttentionProblem& problem,
+                                                     bool qInRegisters) {
+  // Q kept in registers is loaded through the persisted tile: persist_q stays on then.
+  const bool persistableQ = problem.headDimQk <= 320;
+  const bool persistableKv = problem.headDimQk <= 256 && problem.headDimV <= 256;
+  return {
+      {"stages", 1, maxCompiledStages(), 1, FFPA_POLICY_STAGES, [&c](int64_t v) { c.stages = int(v); }},
+      {"qk_step", 16, 128, 16, std::nullopt, [&c](int64_t v) { c.qkPanelsPerStep = int(v / 16); }},
+      {"v_step", 16, 64, 16, std::nullopt, [&c](int64_t v) { c.vPanelsPerStep = int(v / 16); }},
+      {"prefetch", 0, 1, 1, FFPA_POLICY_PREFETCH_QKV, [&c](int64_t v) { c.prefetch = v != 0; }},
+      {"smem_share", 0, 1, 1, FFPA_POLICY_QKV_SMEM_SHARE, [&c](int64_t v) { c.shareSmem = v != 0; }},
+      {"persist_q", 0, 1, 1, FFPA_POLICY_PERSIST_Q_G2S,
+       [&c, persistableQ, qInRegisters](int64_t v) {
+         if (!qInRegisters) c.persistQ = persistableQ && v != 0;
+       }},
+      {"persist_kv", 0, 1, 1, FFPA_POLICY_PERSIST_KV_G2S,
+       [&c, persistableKv](int64_t v) { c.persistKv = persistableKv && v != 0; }},
+  };
+}
 
 ForwardResolution resolveForward(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
@@ -93,6 +114,14 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   c.persistQ = qInRegisters || (policy.flag(FFPA_POLICY_PERSIST_Q_G2S) && problem.headDimQk <= 320);
   c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && problem.headDimQk <= 256 &&
                 problem.headDimV <= 256;
+  // A tuned config (or autotune candidate) sets what the caller left at its default.
+  if (const auto config = launchConfigFor(r, kForwardVariantName, d.notes)) {
+    const std::string ignored = applyLaunchConfig(*config, policy, forwardLaunchParameters(c, problem, qInRegisters));
+    if (!ignored.empty()) {
+      logMessage(policy.logLevel(), FFPA_LOG_LEVEL_WARNING, cat("tuned config for ", describe(problem),
+                                                                ": ignored ", ignored));
+    }
+  }
 
   ForwardParams& p = d.layout;
   p.headDimQk = static_cast<int32_t>(problem.headDimQk);

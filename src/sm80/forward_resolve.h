@@ -7,10 +7,12 @@
 #include "core/kernel_registry.h"
 #include "sm80/forward_instances.h"
 #include "sm80/forward_params.h"
+#include "sm80/resolve_common.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ffpa::sm80 {
 
@@ -30,6 +32,11 @@ struct ForwardResolution {
   std::optional<ForwardLaunch> launch;
   Support refusal;
 };
+
+// The forward's tunable launch parameters (stages, qk_step, v_step, prefetch, smem_share,
+// persist_q, persist_kv), writing into `choice`.
+std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& choice, const AttentionProblem& problem,
+                                                     bool qInRegisters);
 
 // Resolves against this build's instances (forwardInstances()) and the request's device.
 ForwardResolution resolveForward(const PlanRequest& request);

@@ -9,6 +9,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace ffpa::sm80 {
 namespace {
 
@@ -48,6 +51,46 @@ Plan plan(const PlanRequest& r) {
   return plan;
 }
 
+// Runtime autotune's search space around the built-in defaults: fast varies the stage count and
+// the step widths a little; max tries every compiled stage count and step width, with prefetch and
+// the persistence choices.
+std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+  const tuning::LaunchConfig none;
+  PlanRequest defaults = r;
+  defaults.launchConfig = &none;
+  const ForwardResolution resolution = resolveForward(defaults);
+  if (!resolution.launch) return {};
+  const ForwardLaunch& d = *resolution.launch;
+  const bool max = r.policy.value(FFPA_POLICY_AUTOTUNE_MODE) == FFPA_AUTOTUNE_MODE_MAX;
+  const int qkLimit = std::min<int>(128, static_cast<int>(r.problem.headDimQk));
+  const int vLimit = std::min(64, d.shape.warpColumns);
+  const int qkDefault = d.layout.qkPanelsPerStep * 16;
+  std::vector<int> stages, qkSteps, vSteps = {16, 32, 64}, prefetch = {1}, persistQ = {-1}, persistKv = {-1};
+  for (int s = 1; s <= (max ? maxCompiledStages() : std::min(2, maxCompiledStages())); ++s) stages.push_back(s);
+  if (max) {
+    qkSteps = {16, 32, 64, 128};
+    prefetch = {0, 1};
+    if (r.problem.headDimQk <= 320) persistQ = {0, 1};
+    if (r.problem.headDimQk <= 256 && r.problem.headDimV <= 256) persistKv = {0, 1};
+  } else {
+    qkSteps = {qkDefault, 2 * qkDefault};
+  }
+  std::vector<tuning::LaunchConfig> configs;
+  for (int s : stages)
+    for (int qk : qkSteps)
+      for (int v : vSteps)
+        for (int f : prefetch)
+          for (int pq : persistQ)
+            for (int pkv : persistKv) {
+              if (qk > qkLimit || v > vLimit) continue;
+              tuning::LaunchConfig c{{"stages", s}, {"qk_step", qk}, {"v_step", v}, {"prefetch", f}};
+              if (pq >= 0) c["persist_q"] = pq;
+              if (pkv >= 0) c["persist_kv"] = pkv;
+              configs.push_back(std::move(c));
+            }
+  return configs;
+}
+
 }  // namespace
 
 std::string instanceName(const ForwardInstance& instance) {
@@ -61,7 +104,7 @@ std::string instanceName(const ForwardInstance& instance) {
 }
 
 void registerForwardVariant(KernelRegistry& registry) {
-  registry.add({kForwardVariantName, Direction::Forward, 100, false, supports, plan});
+  registry.add({kForwardVariantName, Direction::Forward, 100, false, supports, plan, candidates});
 }
 
 }  // namespace ffpa::sm80

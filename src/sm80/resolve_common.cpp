@@ -2,8 +2,11 @@
 
 #include "core/descriptors.h"
 #include "core/error.h"
+#include "core/logging.h"
+#include "core/tuned_configs.h"
 #include "ffpa_build_config.h"
 
+#include <algorithm>
 #include <climits>
 #include <sstream>
 
@@ -63,6 +66,13 @@ std::optional<std::string> stagesProblem(const Policy& policy) {
              "); rebuild with -Dkernel_set=full -Dall_stages=true");
 }
 
+int maxCompiledStages() {
+  int largest = 1;
+  std::istringstream list(FFPA_BUILD_STAGES);
+  for (std::string item; std::getline(list, item, ',');) largest = std::max(largest, std::stoi(item));
+  return largest;
+}
+
 int stagesOf(const Policy& policy) {
   const int64_t stages = policy.value(FFPA_POLICY_STAGES);
   return stages == 0 ? 2 : static_cast<int>(stages);
@@ -85,6 +95,52 @@ std::optional<std::string> chooseGrid(const Policy& policy, int64_t tiles, int64
   grid[1] = static_cast<uint32_t>(dnhb ? heads : batch * heads);
   grid[2] = static_cast<uint32_t>(dnhb ? batch : 1);
   return std::nullopt;
+}
+
+std::optional<tuning::LaunchConfig> launchConfigFor(const PlanRequest& r, const char* kernel, std::string& notes) {
+  if (r.launchConfig != nullptr) {
+    notes += " (autotune candidate)";
+    return *r.launchConfig;
+  }
+  const AttentionProblem& p = r.problem;
+  tuning::TunedQuery query;
+  query.direction = p.direction == Direction::Forward ? "forward" : "backward";
+  query.kernel = kernel;
+  query.mode = knobValueName(FFPA_POLICY_AUTOTUNE_MODE, r.policy.value(FFPA_POLICY_AUTOTUNE_MODE));
+  query.dtype = p.dtype == FFPA_DATA_TYPE_FLOAT16 ? "fp16" : "bf16";
+  query.causal = p.causal != FFPA_CAUSAL_NONE;
+  query.headDim = std::max(p.headDimQk, p.headDimV);
+  query.seqlenQ = p.seqQ;
+  query.seqlenKv = p.seqKv;
+  query.headsQ = p.headsQ;
+  query.headsKv = p.headsKv;
+  std::optional<TunedChoice> tuned = findTunedConfig(r.policy, r.device, query);
+  if (!tuned) return std::nullopt;
+  notes += cat(" tuned(", tuned->source, ")");
+  return std::move(tuned->config);
+}
+
+std::string applyLaunchConfig(const tuning::LaunchConfig& config, const Policy& policy,
+                              const std::vector<LaunchParameter>& parameters) {
+  std::string ignored;
+  for (const auto& [name, value] : config) {
+    const LaunchParameter* parameter = nullptr;
+    for (const LaunchParameter& candidate : parameters) {
+      if (name == candidate.name) parameter = &candidate;
+    }
+    if (parameter == nullptr) {
+      ignored += cat(ignored.empty() ? "" : ", ", name, " (not a parameter of this kernel)");
+      continue;
+    }
+    if (value < parameter->low || value > parameter->high || value % parameter->multiple != 0) {
+      ignored += cat(ignored.empty() ? "" : ", ", name, "=", value, " (", parameter->low, " to ", parameter->high,
+                     parameter->multiple > 1 ? cat(", a multiple of ", parameter->multiple) : "", ")");
+      continue;
+    }
+    if (parameter->knob && !isDefault(policy, *parameter->knob)) continue;  // the caller's setting wins
+    parameter->set(value);
+  }
+  return ignored;
 }
 
 }  // namespace ffpa::sm80

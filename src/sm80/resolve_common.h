@@ -6,7 +6,10 @@
 #include "core/policy.h"
 #include "core/problem.h"
 
+#include "tuning/tuned_config.h"
+
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -34,11 +37,36 @@ std::optional<std::string> strideProblem(std::initializer_list<StrideRule> rules
 // FFPA_POLICY_STAGES: 0 (the default, 2 stages) or a count this build compiled; else a refusal.
 std::optional<std::string> stagesProblem(const Policy& policy);
 int stagesOf(const Policy& policy);
+// The largest stage count this build compiles (its stage sets are 1..N).
+int maxCompiledStages();
 
 // The grid (tiles, B*H) or (tiles, H, B), following FFPA_POLICY_LAUNCH_GRID_DNHB; at its default
 // the knob gives way when B*H exceeds the y extent (noted in `notes`). `grid` receives the extents;
 // the result is a refusal when neither layout fits.
 std::optional<std::string> chooseGrid(const Policy& policy, int64_t tiles, int64_t batch, int64_t heads,
                                       bool& dnhb, uint32_t (&grid)[3], std::string& notes);
+
+// The launch config a plan takes its tunable parameters from: the autotune candidate the request
+// carries, else the persisted tuned config of the device for `kernel` (core/tuned_configs.h), else
+// none (the built-in defaults). Appends where it came from to `notes`.
+std::optional<tuning::LaunchConfig> launchConfigFor(const PlanRequest& request, const char* kernel,
+                                                    std::string& notes);
+
+// One tunable launch parameter of a kernel variant: its name in launch configs, the values it
+// takes, and the knob that overrides it (a knob the caller set wins over any config).
+struct LaunchParameter {
+  const char* name;
+  int64_t low;
+  int64_t high;
+  int64_t multiple;
+  std::optional<ffpaPolicyKnob_t> knob;
+  std::function<void(int64_t)> set;
+};
+
+// Applies the config's values to the parameters whose knobs are at their defaults. Names the
+// variant does not know and values outside their range are ignored; the result lists them
+// ("stages=9 (1 to 2)"), empty when there are none.
+std::string applyLaunchConfig(const tuning::LaunchConfig& config, const Policy& policy,
+                              const std::vector<LaunchParameter>& parameters);
 
 }  // namespace ffpa::sm80

@@ -16,6 +16,7 @@ std::string AttentionCase::toString() const {
   for (const auto& [knob, value] : knobs) {
     text << " " << ffpa::knobSpec(knob).name << "=" << ffpa::knobValueName(knob, value);
   }
+  for (const auto& [name, value] : launchConfig) text << " " << name << "=" << value;
   return text.str();
 }
 
@@ -63,6 +64,8 @@ ffpa::Strides stridesOf(const HostTensor& tensor) {
 
 ffpa::Policy policyOf(const AttentionCase& c) {
   ffpa::Policy policy;
+  // The built-in launch defaults, whatever tuned-config files this machine has.
+  policy.setValue(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1, FFPA_POLICY_SOURCE_DEFAULT);
   for (const auto& [knob, value] : c.knobs) policy.setValue(knob, value);
   return policy;
 }

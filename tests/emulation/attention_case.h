@@ -7,6 +7,7 @@
 #include "core/device.h"
 #include "core/policy.h"
 #include "core/problem.h"
+#include "tuning/tuned_config.h"
 
 #include <ffpa/ffpa.h>
 
@@ -29,6 +30,8 @@ struct AttentionCase {
   ffpa_tools::LayoutKind layout = ffpa_tools::LayoutKind::bhnd;
   bool withLse = true;  // forward only: the backward always takes the LSE
   Knobs knobs;          // set with the setter's priority; the rest keep their defaults
+  // Launch parameters as a tuned config or autotune would give them (empty: the defaults).
+  ffpa::tuning::LaunchConfig launchConfig;
   PlannedDevice device = PlannedDevice::hopper;
   uint64_t start = 1;  // of the random inputs
 

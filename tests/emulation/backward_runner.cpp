@@ -80,7 +80,8 @@ BackwardOutcome runBackward(const AttentionCase& c) {
   problem.dv = stridesOf(out.dv);
   const ffpa::Policy policy = policyOf(c);
   const ffpa::DeviceInfo device = deviceOf(c);
-  const ffpa::PlanRequest request{problem, policy, device, nullptr};
+  const ffpa::PlanRequest request{problem, policy, device, nullptr,
+                                  c.launchConfig.empty() ? nullptr : &c.launchConfig};
   const ffpa::sm80::BackwardResolution resolution = ffpa::sm80::resolveBackward(request);
   if (!resolution.launch) {
     throw std::runtime_error("the planner refused the problem: " + resolution.refusal.reason);

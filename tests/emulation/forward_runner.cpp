@@ -53,7 +53,8 @@ ForwardOutcome runForward(const AttentionCase& c) {
   problem.lse = stridesOf(out.lse);
   const ffpa::Policy policy = policyOf(c);
   const ffpa::DeviceInfo device = deviceOf(c);
-  const ffpa::PlanRequest request{problem, policy, device, nullptr};
+  const ffpa::PlanRequest request{problem, policy, device, nullptr,
+                                  c.launchConfig.empty() ? nullptr : &c.launchConfig};
   const ffpa::sm80::ForwardResolution resolution = ffpa::sm80::resolveForward(request);
   if (!resolution.launch) {
     throw std::runtime_error("the planner refused the problem: " + resolution.refusal.reason);

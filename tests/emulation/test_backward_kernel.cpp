@@ -21,6 +21,8 @@ using namespace emulation_test;
 using ffpa_tools::CausalMask;
 using ffpa_tools::DType;
 
+TEST_SUITE_BEGIN("backward kernels");
+
 TEST_CASE("backward: every compiled instance computes the gradients") {
   const EmulatedBackwardList& instances = emulatedBackwardInstances();
   REQUIRE(!instances.empty());
@@ -148,3 +150,25 @@ TEST_CASE("backward: with a single key, dV is dO summed and dQ, dK vanish") {
     }
   }
 }
+
+TEST_CASE("backward: every value of the launch parameters tuned configs set") {
+  const int largest = largestCompiledHeadDim();
+  int index = 0;
+  for (int d : {64, 256, 512, 1024}) {
+    if (d > largest) continue;
+    for (int scoreStep : {16, 32, 64, 128}) {
+      for (int outputStep : {16, 32, 64}) {
+        AttentionCase c;
+        c.shape = problem(1, 2, 1, 50, 70, d, d, kMasks[index % 3]);
+        c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
+        c.launchConfig = {{"score_step", scoreStep}, {"output_step", outputStep}, {"stages", 1 + index % 2},
+                          {"persist_q", (index / 2) % 2}};
+        c.start = 9500 + index;
+        ++index;
+        runAndCheckBackward(c);
+      }
+    }
+  }
+}
+
+TEST_SUITE_END();

@@ -37,6 +37,8 @@ void runExpecting(const AttentionCase& c, const std::string& expectedKernel) {
 
 }  // namespace
 
+TEST_SUITE_BEGIN("forward kernels");
+
 TEST_CASE("every compiled instance is planned by its knobs and computes attention") {
   const EmulatedForwardList& instances = emulatedForwardInstances();
   REQUIRE(!instances.empty());
@@ -140,3 +142,25 @@ TEST_CASE("knobs at their defaults give way to an A100's shared memory, and stil
     runAndCheckForward(c);
   }
 }
+
+TEST_CASE("every value of the launch parameters tuned configs set computes the same attention") {
+  const int largest = largestCompiledHeadDim();
+  int index = 0;
+  for (int d : {128, 320, 1024}) {
+    if (d > largest) continue;
+    for (int qkStep : {16, 32, 64, 128}) {
+      for (int vStep : {16, 32, 64}) {
+        AttentionCase c;
+        c.shape = problem(1, 2, 1, 70, 100, d, d, kMasks[index % 3]);
+        c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
+        c.launchConfig = {{"qk_step", qkStep}, {"v_step", vStep}, {"stages", 1 + index % 2},
+                          {"prefetch", (index / 2) % 2}};
+        c.start = 9000 + index;
+        ++index;
+        runAndCheckForward(c);
+      }
+    }
+  }
+}
+
+TEST_SUITE_END();

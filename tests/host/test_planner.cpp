@@ -64,7 +64,7 @@ KernelRegistry testRegistry() {
   KernelRegistry r;
   r.add({"test.reference", Direction::Forward, 0, true,
          [](const PlanRequest&) { return Support::applies(); },
-         [](const PlanRequest&) { return dummyPlan("reference", 1000); }});
+         [](const PlanRequest&) { return dummyPlan("reference", 1000); }, {}});
   r.add({"test.fast", Direction::Forward, 10, false,
          [](const PlanRequest& q) {
            if (q.problem.headDimQk < 256) return Support::notApplicable("head dim below 256");
@@ -74,8 +74,41 @@ KernelRegistry testRegistry() {
            }
            return Support::applies();
          },
-         [](const PlanRequest& q) { return dummyPlan(q.device.smVersion >= 90 ? "fast sm90" : "fast", 300); }});
+         [](const PlanRequest& q) {
+           // An autotune candidate shows in the config: "fast speed=2".
+           std::string config = q.device.smVersion >= 90 ? "fast sm90" : "fast";
+           if (q.launchConfig != nullptr && q.launchConfig->count("speed")) {
+             config += " speed=" + std::to_string(q.launchConfig->at("speed"));
+           }
+           return dummyPlan(config.c_str(), 300);
+         },
+         [](const PlanRequest&) {
+           return std::vector<tuning::LaunchConfig>{{{"speed", 1}}, {{"speed", 2}}, {{"speed", 3}}};
+         }});
   return r;
+}
+
+// A timer that knows the speed of each candidate: speed=2 is fastest, the defaults slowest;
+// speed=3 cannot run.
+class FakeTimer : public CandidateTimer {
+ public:
+  double milliseconds(const Plan& plan) override {
+    ++calls;
+    if (plan.config.find("speed=3") != std::string::npos) {
+      throw Error(FFPA_STATUS_EXECUTION_FAILED_CUDA, "speed=3 ran out of registers");
+    }
+    if (plan.config.find("speed=2") != std::string::npos) return 1.0;
+    if (plan.config.find("speed=1") != std::string::npos) return 2.0;
+    return 4.0;
+  }
+  int calls = 0;
+};
+
+TimerFactory fakeTimers(int* made) {
+  return [made](const PlanRequest&) -> std::unique_ptr<CandidateTimer> {
+    ++*made;
+    return std::make_unique<FakeTimer>();
+  };
 }
 
 }  // namespace
@@ -169,4 +202,59 @@ TEST_CASE("the built-in registry serves forward and backward through the referen
     CHECK(plan.workspaceBytes > 0);
     CHECK(plan.payload != nullptr);
   }
+}
+
+TEST_CASE("runtime autotune times every candidate and keeps the fastest, with its tuned entry") {
+  const KernelRegistry registry = testRegistry();
+  int timersMade = 0;
+  const Planner planner(registry, fakeTimers(&timersMade));
+  const DeviceInfo device = hopper();
+  const AttentionProblem p = problem(512);
+  Policy policy;
+
+  const Plan untuned = planner.plan({p, policy, device, nullptr});
+  CHECK(untuned.config == "fast sm90");
+  CHECK(untuned.tuned == nullptr);
+  CHECK(timersMade == 0);
+
+  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
+  const Plan tuned = planner.plan({p, policy, device, nullptr});
+  CHECK(timersMade == 1);
+  CHECK(tuned.kernel == "test.fast");
+  CHECK(tuned.config.rfind("fast sm90 speed=2 autotuned(3 configs: 1 ms; defaults 4 ms)", 0) == 0);
+  REQUIRE(tuned.tuned != nullptr);
+  CHECK(tuned.tuned->config == tuning::LaunchConfig{{"speed", 2}});
+  CHECK(tuned.tuned->kernel == "test.fast");
+  CHECK(tuned.tuned->headDim == 512);
+  CHECK(tuned.tuned->seqlenKv == 1024);
+  CHECK(tuned.tuned->timeMs == 1.0);
+  CHECK(tuned.tuned->defaultTimeMs == 4.0);
+  CHECK_FALSE(tuned.autotunePending);
+}
+
+TEST_CASE("runtime autotune waits when planning may not run kernels, and is off without a device") {
+  const KernelRegistry registry = testRegistry();
+  int timersMade = 0;
+  const Planner planner(registry, fakeTimers(&timersMade));
+  const DeviceInfo device = hopper();
+  const AttentionProblem p = problem(512);
+  Policy policy;
+  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
+  DeviceRuntime runtime;  // a real device, as far as the planner is concerned
+  const Plan pending = planner.plan({p, policy, device, &runtime}, /*mayTune=*/false);
+  CHECK(pending.autotunePending);
+  CHECK(pending.config == "fast sm90 autotune(pending)");
+  CHECK(timersMade == 0);
+  // A described device: nothing to time on, nothing pending.
+  const Plan described = planner.plan({p, policy, device, nullptr}, false);
+  CHECK_FALSE(described.autotunePending);
+
+  const Planner noTimers(registry, [](const PlanRequest&) { return std::unique_ptr<CandidateTimer>(); });
+  const Plan off = noTimers.plan({p, policy, device, nullptr});
+  CHECK(off.config == "fast sm90 autotune(off: no GPU to time on)");
+  CHECK(off.tuned == nullptr);
+  // The reference path has nothing to tune.
+  const Plan reference = planner.plan({problem(128), policy, device, nullptr});
+  CHECK(reference.kernel == "test.reference");
+  CHECK(reference.config == "reference");
 }

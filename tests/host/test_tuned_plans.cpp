@@ -1,0 +1,117 @@
+// Tuned configs in plans, through the public API on a described H100: a file in
+// FFPA_POLICY_TUNED_CONFIG_DIR sets the launch parameters its entry names, forward and backward;
+// knobs the caller set win; FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG and a missing or malformed
+// file leave the built-in defaults; values a kernel cannot take are ignored.
+#include "plan_text.h"
+#include "test_support.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace ffpa_test;
+
+namespace {
+
+class ConfigDirectory {
+ public:
+  explicit ConfigDirectory(const char* name)
+      : path_(std::filesystem::temp_directory_path() /
+              (std::string("ffpa-tuned-plans-") + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ConfigDirectory() { std::filesystem::remove_all(path_); }
+  void write(const std::string& text) const { std::ofstream(path_ / "Described_H100.json") << text; }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void setDirectory(Handle& h, const std::string& dir) {
+  REQUIRE_OK(ffpaSetPolicy(h, FFPA_POLICY_TUNED_CONFIG_DIR, dir.c_str(), dir.size() + 1));
+}
+
+std::string fileWith(const std::string& entries) {
+  return R"({"schema_version": 1, "device": {"name": "Described H100", "compute_capability": "9.0"},
+             "autotune_mode": "fast", "entries": [)" + entries + "]}";
+}
+
+const char* const kForwardEntry = R"({"direction": "forward", "kernel": "sm80.forward", "dtype": "fp16",
+  "head_dim": 512, "seqlen_q": 4096, "seqlen_kv": 4096, "causal": false,
+  "config": {"stages": 1, "qk_step": 32, "v_step": 64, "prefetch": 0}})";
+const char* const kBackwardEntry = R"({"direction": "backward", "kernel": "sm80.backward", "dtype": "fp16",
+  "head_dim": 512, "seqlen_q": 4096, "seqlen_kv": 4096, "causal": false,
+  "config": {"stages": 1, "score_step": 32, "output_step": 16, "persist_q": 0}})";
+
+const Problem& problem() {
+  static const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 3000, 3000, 512, 512);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("tuned configs: a device file sets the launch parameters of the entry the lookup picks") {
+  REQUIRE_COMPILED(512);
+  ConfigDirectory dir("picks");
+  dir.write(fileWith(std::string(kForwardEntry) + "," + kBackwardEntry));
+  Handle h;
+  setDirectory(h, dir.path());
+  // Nq = Nkv = 3000 takes the 4096 entry.
+  const Described forward = describeForward(h, problem());
+  REQUIRE(forward.status == FFPA_STATUS_SUCCESS);
+  for (const char* part : {"stages=1", "qk_step=32", "v_step=64", "prefetch=0",
+                           "tuned(Described_H100.json: forward fp16 d=512 Nq=4096 Nkv=4096)"}) {
+    CHECK_HAS(forward.config, part);
+  }
+  const Described backward = describeBackward(h, problem());
+  for (const char* part : {"stages=1", "score_step=32/32", "output_step=16/16", "persist_q=0", "tuned("}) {
+    CHECK_HAS(backward.config, part);
+  }
+  // Another dtype has no entry: defaults.
+  const Problem bf16(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, 512, 512);
+  CHECK_LACKS(describeForward(h, bf16).config, "tuned(");
+}
+
+TEST_CASE("tuned configs: knobs the caller set win; the skip knob and bad files leave the defaults") {
+  REQUIRE_COMPILED(512);
+  ConfigDirectory dir("precedence");
+  dir.write(fileWith(kForwardEntry));
+  Handle set;
+  setDirectory(set, dir.path());
+  set.set<int32_t>(FFPA_POLICY_STAGES, 2);
+  set.set<int32_t>(FFPA_POLICY_PREFETCH_QKV, 1);
+  const std::string config = describeForward(set, problem()).config;
+  CHECK_HAS(config, "stages=2");
+  CHECK_HAS(config, "prefetch=1");
+  CHECK_HAS(config, "qk_step=32");  // no knob: the tuned value
+
+  Handle skipping;
+  setDirectory(skipping, dir.path());
+  skipping.set<int32_t>(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1);
+  const std::string defaults = describeForward(skipping, problem()).config;
+  CHECK_LACKS(defaults, "tuned(");
+  CHECK_HAS(defaults, "stages=2");
+
+  // A malformed file, a file of entries this build cannot use: defaults (and a warning).
+  ConfigDirectory broken("broken");
+  broken.write("{not json");
+  Handle b;
+  setDirectory(b, broken.path());
+  CHECK(describeForward(b, problem()).status == FFPA_STATUS_SUCCESS);
+  CHECK_LACKS(describeForward(b, problem()).config, "tuned(");
+
+  ConfigDirectory odd("odd-values");
+  odd.write(fileWith(R"({"direction": "forward", "kernel": "sm80.forward", "dtype": "fp16", "head_dim": 512,
+    "seqlen_q": 4096, "seqlen_kv": 4096, "config": {"stages": 9, "qk_step": 24, "v_step": 32, "tiles": 3}})"));
+  Handle o;
+  setDirectory(o, odd.path());
+  const std::string partly = describeForward(o, problem()).config;
+  CHECK_HAS(partly, "tuned(");
+  CHECK_HAS(partly, "stages=2");   // 9 stages are not compiled
+  CHECK_HAS(partly, "qk_step=64");  // 24 is no multiple of 16
+  CHECK_HAS(partly, "v_step=32");
+}

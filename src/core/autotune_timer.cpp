@@ -54,7 +54,9 @@ class DeviceTimer final : public CandidateTimer {
     k_ = std::make_unique<DeviceMemory>(e * span(p.k, {p.batch, p.headsKv, p.seqKv, p.headDimQk}), kInput);
     v_ = std::make_unique<DeviceMemory>(e * span(p.v, {p.batch, p.headsKv, p.seqKv, p.headDimV}), kInput);
     o_ = std::make_unique<DeviceMemory>(e * span(p.o, {p.batch, p.headsQ, p.seqQ, p.headDimV}), kInput);
-    if (p.hasLse) lse_ = std::make_unique<DeviceMemory>(4 * span(p.lse, {p.batch, p.headsQ, p.seqQ, 1}), kLse);
+    if (p.hasLse || p.direction == Direction::Backward) {
+      lse_ = std::make_unique<DeviceMemory>(4 * span(p.lse, {p.batch, p.headsQ, p.seqQ, 1}), kLse);
+    }
     if (p.direction == Direction::Backward) {
       dO_ = std::make_unique<DeviceMemory>(e * span(p.dO, {p.batch, p.headsQ, p.seqQ, p.headDimV}), kInput);
       dq_ = std::make_unique<DeviceMemory>(e * span(p.dq, {p.batch, p.headsQ, p.seqQ, p.headDimQk}), 0);

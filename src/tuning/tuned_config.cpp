@@ -307,7 +307,9 @@ std::string serializeTunedFile(const TunedFile& file) {
   Json root;
   root["schema_version"] = file.schemaVersion;
   if (!file.library.empty()) root["library"] = file.library;
-  root["device"] = Json{{"name", file.deviceName}, {"compute_capability", file.computeCapability}};
+  root["device"] = Json{{"name", file.deviceName}};
+  // Optional on reading, so absent (not "") when unknown: an empty string is refused.
+  if (!file.computeCapability.empty()) root["device"]["compute_capability"] = file.computeCapability;
   root["autotune_mode"] = file.mode;
   Json grid;
   grid["head_dims"] = file.grid.headDims;

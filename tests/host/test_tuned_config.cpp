@@ -247,6 +247,17 @@ TEST_CASE("tuned configs: a written file reads back, entries in order") {
   CHECK(r.file->grid.headDims == f.grid.headDims);
 }
 
+TEST_CASE("tuned configs: optional device fields left out stay out when written") {
+  TunedFile f = fileOf({entry(320, 1024)});
+  f.computeCapability.clear();  // a file that names no compute capability
+  const std::string written = serializeTunedFile(f);
+  CHECK(written.find("compute_capability") == std::string::npos);
+  const ParseResult r = parseTunedFile(written);
+  REQUIRE_MESSAGE(r.file.has_value(), r.error);
+  CHECK(r.file->computeCapability.empty());
+  CHECK(r.file->deviceName == f.deviceName);
+}
+
 TEST_CASE("tuned configs: merging combines one device's files and refuses others") {
   TunedFile a = fileOf({entry(320, 1024), entry(512, 1024)});
   a.grid.headDims = {320, 512};

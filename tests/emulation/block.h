@@ -8,9 +8,14 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace ffpa::sm90 {
+struct TensorMapSpec;
+}
 
 namespace ffpa::emulation {
 
@@ -24,8 +29,38 @@ struct Copy {
   bool valid;
 };
 
+// One wgmma.mma_async, as issued by one thread; run (for that thread's accumulators) when a
+// wgmmaWait retires its group.
+struct Wgmma {
+  float* d;
+  int n;
+  bool transposeB;
+  uint64_t descA, descB;
+  bool accumulate;
+  bool bf16;
+  Site site;
+};
+
+// One TMA box copy, performed when a thread waits on its mbarrier.
+struct TensorCopy {
+  uint32_t offset;  // of the destination in dynamic shared memory
+  const ffpa::sm90::TensorMapSpec* map;
+  int coordinates[4];
+  uint32_t bytes;
+};
+
+// An mbarrier: arrivals and transaction bytes of the phase in progress, and completed phases.
+struct MBarrier {
+  int expected = 0;  // arrivals per phase
+  int pending = 0;   // arrivals the phase still needs
+  int64_t bytes = 0;  // transaction bytes announced by expect_tx and not yet delivered
+  int64_t phases = 0;  // completed phases
+  std::vector<TensorCopy> copies;  // issued, not yet performed
+  std::vector<int> waiting;  // threads waiting for a phase
+};
+
 // What a waiting thread waits for, for deadlock reports.
-enum class Waiting { Nothing, Collective, Barrier };
+enum class Waiting { Nothing, Collective, Barrier, MBarrier };
 
 struct ThreadState {
   int index = 0;
@@ -36,6 +71,10 @@ struct ThreadState {
   Site site{};      // of the operation the thread waits at
   std::vector<Copy> openGroup;
   std::deque<std::vector<Copy>> committedGroups;  // oldest first
+  uint32_t mbarrier = 0;  // the shared address of the mbarrier while waiting at one
+  int parity = 0;         // and the phase parity waited for
+  std::vector<Wgmma> openWgmma;
+  std::deque<std::vector<Wgmma>> committedWgmma;  // oldest first
 };
 
 // The warp collectives, which every lane of a warp must reach together.
@@ -86,6 +125,7 @@ struct Block {
   std::vector<std::unique_ptr<ThreadState>> threads;
   std::vector<Warp> warps;
   std::array<Barrier, kBarriers> barriers;
+  std::map<uint32_t, MBarrier> mbarriers;  // by shared address
   std::deque<int> ready;  // threads to run, in order
   bool aborted = false;
   std::string error;  // the first bug found, where it was found
@@ -108,6 +148,9 @@ ThreadState& currentThread();
 void wait(Waiting what, Site site);
 // Makes a waiting thread runnable again, after the threads already queued.
 void release(Block& block, int thread);
+
+// Checks that [pointer, pointer + bytes) lies in one registered buffer and is `bytes`-aligned.
+void checkGlobal(const Block& block, const void* pointer, std::size_t bytes, const char* what, Site site);
 
 // Writes a group's copies into shared memory.
 void retire(Block& block, const std::vector<Copy>& group);

@@ -9,9 +9,7 @@
 #include <cstring>
 
 namespace ffpa::emulation {
-namespace {
 
-// Checks that [pointer, pointer + bytes) lies in one registered buffer and is `bytes`-aligned.
 void checkGlobal(const Block& block, const void* pointer, std::size_t bytes, const char* what,
                  Site site) {
   const auto address = reinterpret_cast<uintptr_t>(pointer);
@@ -28,8 +26,6 @@ void checkGlobal(const Block& block, const void* pointer, std::size_t bytes, con
            ") is outside every registered buffer",
        site);
 }
-
-}  // namespace
 
 std::string sharedUnitProblem(const Block& block, uint32_t address) {
   if (address % 16 != 0) return "is not 16-byte aligned";

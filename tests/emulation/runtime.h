@@ -19,6 +19,10 @@
 #define FFPA_LAUNCH_BOUNDS(threads, blocks)
 #define FFPA_GRID_CONSTANT
 
+namespace ffpa::sm90 {
+struct TensorMapSpec;  // sm90/tensor_map.h
+}
+
 namespace ffpa::emulation {
 
 // Storage of the 16-bit element types: bits only, as kernels never compute on single elements.
@@ -46,6 +50,11 @@ inline constexpr uint32_t kSharedBase = 1u << 20;
 // copyAsyncWait<pending>: retires the calling thread's oldest committed cp.async groups until at
 // most `pending` remain.
 void retireCopyGroups(int pending);
+
+// wgmmaSS: queues one wgmma of the calling thread (run by retireWgmmaGroups); wgmmaWait<pending>.
+void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
+                Site site);
+void retireWgmmaGroups(int pending, Site site);
 
 }  // namespace ffpa::emulation
 
@@ -123,6 +132,53 @@ float log2Approx(float x);
 
 void storeGlobal32(void* global, uint32_t value, emulation::Site site = emulation::Site::here());
 void storeGlobalF32(float* global, float value, emulation::Site site = emulation::Site::here());
+
+// --- sm90/ptx.cuh (Hopper) ---------------------------------------------------------------------
+// mbarriers live at shared addresses (8 bytes, 8-byte aligned) and must be initialised first.
+// A TMA copy is performed only when a thread waits on its mbarrier, and the bytes it will write
+// count as in flight until then (wgmma reads of them are reported): a consumer that reads a tile
+// before waiting reads the poison, or the previous tile.
+void mbarrierInit(uint32_t barrier, int arrivals, emulation::Site site = emulation::Site::here());
+void fenceBarrierInit();
+void mbarrierArriveExpectTx(uint32_t barrier, uint32_t bytes, emulation::Site site = emulation::Site::here());
+void mbarrierArrive(uint32_t barrier, emulation::Site site = emulation::Site::here());
+void mbarrierWait(uint32_t barrier, int parity, emulation::Site site = emulation::Site::here());
+void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
+               uint32_t barrier, emulation::Site site = emulation::Site::here());
+void fenceProxyAsync();
+
+// wgmma: each thread computes its own accumulators (in double, rounded once to fp32) when its
+// group is retired, from the shared memory of that moment; until then its accumulators keep their
+// old values, as reading them before wgmmaWait would give on the GPU (undefined there).
+void wgmmaFence();
+void wgmmaCommit();
+template <int Pending>
+void wgmmaWait(emulation::Site site = emulation::Site::here()) {
+  static_assert(Pending >= 0, "wgmma.wait_group takes a count of groups");
+  emulation::retireWgmmaGroups(Pending, site);
+}
+template <int N>
+void wgmmaFenceOperands(float (&)[N]) {}
+template <int N, bool kTransposeB>
+void wgmmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate, HalfTag,
+             emulation::Site site = emulation::Site::here()) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N: a multiple of 8 in 8..256");
+  emulation::issueWgmma(d, N, kTransposeB, descA, descB, accumulate, false, site);
+}
+template <int N, bool kTransposeB>
+void wgmmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate, Bf16Tag,
+             emulation::Site site = emulation::Site::here()) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N: a multiple of 8 in 8..256");
+  emulation::issueWgmma(d, N, kTransposeB, descA, descB, accumulate, true, site);
+}
+template <int Registers>
+void increaseRegisters() {
+  static_assert(Registers % 8 == 0 && Registers >= 24 && Registers <= 256, "setmaxnreg: 24..256, step 8");
+}
+template <int Registers>
+void decreaseRegisters() {
+  static_assert(Registers % 8 == 0 && Registers >= 24 && Registers <= 256, "setmaxnreg: 24..256, step 8");
+}
 
 }  // namespace emulated
 }  // namespace ffpa::kernels

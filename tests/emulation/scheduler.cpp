@@ -63,6 +63,8 @@ void threadMain(void* argument) {
   }
   thread.committedGroups.clear();
   thread.openGroup.clear();
+  thread.openWgmma.clear();
+  thread.committedWgmma.clear();
   thread.exited = true;
 }
 
@@ -80,6 +82,16 @@ std::string describeDeadlock(const Block& block) {
               collectiveName(warp.slots[thread->index % kWarpSize].collective) + " (" +
               describe(thread->site) + ") for the rest of warp " +
               std::to_string(thread->index / kWarpSize);
+    } else if (thread->waiting == Waiting::MBarrier) {
+      const auto found = block.mbarriers.find(thread->mbarrier);
+      state = "wait at mbarrier " + hex(thread->mbarrier) + " for parity " + std::to_string(thread->parity) +
+              " (" + describe(thread->site) + ")";
+      if (found != block.mbarriers.end()) {
+        const MBarrier& barrier = found->second;
+        state += ", which completed " + std::to_string(barrier.phases) + " phases and needs " +
+                 std::to_string(barrier.pending) + " more arrivals and " + std::to_string(barrier.bytes) +
+                 " more bytes";
+      }
     } else {
       const Barrier& barrier = block.barriers[thread->barrier];
       state = "wait at barrier " + std::to_string(thread->barrier) + " (" + describe(thread->site) +
@@ -167,6 +179,7 @@ void Block::reset(Dim3 blockIndex) {
   std::memset(shared.get(), 0xff, config.sharedBytes);
   std::fill(copiesInFlight.begin(), copiesInFlight.end(), uint16_t{0});
   for (auto& warp : warps) warp.arrived = 0;
+  mbarriers.clear();
   for (auto& barrier : barriers) {
     barrier.expected = 0;
     barrier.waiting.clear();

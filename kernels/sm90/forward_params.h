@@ -1,0 +1,103 @@
+// What the host and the sm90 forward kernel agree on: the tile shape, the launch parameters and
+// the shared-memory layout. Plain C++ (no CUDA), for the planner, the kernel and the emulator.
+//
+// A CTA computes O and LSE for 64 query rows of one (batch, head) with three warpgroups:
+//   warpgroup 0, the producer: one thread issues the TMA loads of Q (once), K and V (per KV tile);
+//   warpgroup 1, consumer 0: S = Q K^T (one wgmma chain over the whole d_qk), the online softmax,
+//     P to shared memory, then O[:, 0 : columns0] += P V;
+//   warpgroup 2, consumer 1: O[:, columns0 : d_v] += P V with consumer 0's P and row scales.
+// O stays in fp32 registers, split by columns so that a thread holds at most 128 of them.
+// Every tile is stored as 64-column blocks of 64 rows x 128 bytes, 128-byte swizzled (TMA boxes).
+#pragma once
+
+#include "sm90/tensor_map.h"
+
+#include <cstdint>
+
+namespace ffpa::sm90 {
+
+constexpr int kRows = 64;                 // Br: the M of one wgmma
+constexpr int kKeys = 64;                 // Bc: keys per KV tile
+constexpr int kBlockColumns = 64;         // elements of a 128-byte swizzled row (bf16/fp16)
+constexpr uint32_t kBlockBytes = 64 * 128;  // one 64 x 64 block
+constexpr int kThreads = 384;             // three warpgroups
+constexpr int kMaxHeadDimQk = 576;        // Q and K tiles, V, P: what 227 KiB hold
+
+constexpr int columnBlocks(int headDim) { return (headDim + kBlockColumns - 1) / kBlockColumns; }
+// Output columns of consumer 0 (the larger half, in whole blocks) and of consumer 1.
+constexpr int consumer0Columns(int headDimV) { return (columnBlocks(headDimV) + 1) / 2 * kBlockColumns; }
+constexpr int consumer1Columns(int headDimV) { return columnBlocks(headDimV) / 2 * kBlockColumns; }
+
+// The mbarriers, in shared memory after the tiles.
+enum Barrier : int {
+  kQFull,
+  kKFull,
+  kKEmpty,
+  kVFull,
+  kVEmpty,
+  kPFull0,   // kPFull0 + slot
+  kPFull1,
+  kPEmpty0,  // kPEmpty0 + slot
+  kPEmpty1,
+  kBarrierCount
+};
+
+// Everything but the tensor maps, whose type differs between the GPU and the emulator: what the
+// host computes (src/sm90/forward_call.cpp) in either build.
+struct ForwardArguments {
+  void* o;
+  float* lse;  // may be null
+  int64_t oStrides[3];  // elements, [batch, head, row]
+  int64_t lseStrides[3];
+  int32_t batch;
+  int32_t headsQ;
+  int32_t groupSize;  // query heads per KV head
+  int32_t seqQ;
+  int32_t seqKv;
+  int32_t headDimQk;  // a multiple of 16, <= kMaxHeadDimQk
+  int32_t headDimV;   // a multiple of 16, in the instance's block count
+  int32_t causal;     // query i sees key j iff j <= i + causalOffset
+  int64_t causalOffset;
+  float scaleLog2;    // softmax scale * log2(e)
+  int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
+
+  // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
+  uint32_t qOffset;
+  uint32_t kOffset;
+  uint32_t vOffset;
+  uint32_t pOffset;      // two P slots of one block each
+  uint32_t statsOffset;  // row scales of the two slots, then the final 1 / row sums
+  uint32_t barrierOffset;
+  uint32_t sharedBytes;  // to request, including up to 1023 bytes of alignment
+};
+
+// The kernel's parameter: the arguments and the tensor maps over [batch][head][row][d] with the
+// caller's strides, boxes of 64 x 64 elements.
+struct ForwardParams : ForwardArguments {
+  TensorMap qMap;
+  TensorMap kMap;
+  TensorMap vMap;
+};
+
+// Fills the layout fields of `p` (headDimQk and headDimV must be set); returns the dynamic shared
+// memory the launch needs.
+inline uint32_t forwardLayout(ForwardArguments& p) {
+  const uint32_t qkBytes = columnBlocks(p.headDimQk) * kBlockBytes;
+  uint32_t offset = 0;
+  p.qOffset = offset;
+  offset += qkBytes;
+  p.kOffset = offset;
+  offset += qkBytes;
+  p.vOffset = offset;
+  offset += columnBlocks(p.headDimV) * kBlockBytes;
+  p.pOffset = offset;
+  offset += 2 * kBlockBytes;
+  p.statsOffset = offset;
+  offset += 3 * kRows * 4;
+  p.barrierOffset = offset;
+  offset += kBarrierCount * 8;
+  p.sharedBytes = offset + 1024;
+  return p.sharedBytes;
+}
+
+}  // namespace ffpa::sm90

@@ -1,0 +1,34 @@
+// How the sm90 forward kernel (kernels/sm90) serves a problem: whether it can, the instance it
+// needs, and the arguments and tensor-map descriptions of one call. Plain C++ calling nothing on
+// the device, shared by the planner and the tests that run the kernel on the CPU warp emulator;
+// turning the descriptions into CUtensorMaps is tensor_map.cpp's job, on the GPU path only.
+#pragma once
+
+#include "core/plan.h"
+#include "core/problem.h"
+#include "sm90/forward_params.h"
+#include "sm90/tensor_map.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ffpa::sm90 {
+
+// Why the kernel cannot compute `problem` (empty when it can): d_v outside 257..512 or d_qk above
+// 576 (shared memory), strides or pointers TMA cannot address, lengths beyond 2^31.
+std::string forwardRefusal(const AttentionProblem& problem);
+
+// The d_v of the instance that serves `headDimV`: the next multiple of 64.
+int instanceHeadDimV(int64_t headDimV);
+
+struct ForwardCall {
+  ForwardArguments arguments;  // layout filled
+  TensorMapSpec q, k, v;
+  uint32_t grid[3];
+};
+
+// The arguments of one call. Pointers are used as they are (device pointers, or host pointers on
+// the emulator).
+ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb);
+
+}  // namespace ffpa::sm90

@@ -1,0 +1,270 @@
+// The Hopper interface of sm90/ptx.cuh on the emulator: mbarriers, TMA box copies with the
+// 128-byte swizzle, and wgmma from shared-memory descriptors.
+//
+// The layouts are decoded from the descriptors as the PTX ISA defines them, independently of how
+// the kernels build them: a 128-byte swizzled operand is addressed as
+//   K-major:  start + (row / 8) * SBO + (row % 8) * 128 + k * 2
+//   N-major:  start + (n / 64) * LBO + (n % 64) * 2 + (k / 8) * SBO + (k % 8) * 128
+// and then swizzled on the address bits (16-byte unit bits 4-6 XOR row-in-group bits 7-9), the
+// pattern a TMA copy with CU_TENSOR_MAP_SWIZZLE_128B writes.
+#include "emulation/block.h"
+#include "sm90/tensor_map.h"
+
+#include <cstring>
+
+namespace ffpa::emulation {
+namespace {
+
+uint32_t swizzle128(uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); }
+
+MBarrier& mbarrierAt(uint32_t address, Site site) {
+  Block& block = currentBlock();
+  const auto found = block.mbarriers.find(address);
+  if (found == block.mbarriers.end()) {
+    fail("mbarrier " + hex(address) + " is used before mbarrierInit", site);
+  }
+  return found->second;
+}
+
+void completePhase(Block& block, MBarrier& barrier) {
+  ++barrier.phases;
+  barrier.pending = barrier.expected;
+  std::vector<int> waiting = std::move(barrier.waiting);
+  barrier.waiting.clear();
+  for (int thread : waiting) release(block, thread);
+}
+
+void checkPhase(Block& block, MBarrier& barrier, uint32_t address, Site site) {
+  if (barrier.bytes < 0) {
+    fail("mbarrier " + hex(address) + " received " + std::to_string(-barrier.bytes) +
+             " more TMA bytes than expect_tx announced",
+         site);
+  }
+  if (barrier.pending == 0 && barrier.bytes == 0) completePhase(block, barrier);
+}
+
+// Reads the 16-bit element at shared address `address` as a float.
+double sharedElement(const Block& block, uint32_t address, bool bf16, const char* operand, Site site) {
+  const uint32_t unit = address & ~15u;
+  const std::string problem = sharedUnitProblem(block, unit);
+  if (!problem.empty()) fail(std::string("wgmma operand ") + operand + " at " + hex(address) + " " + problem, site);
+  const uint32_t offset = address - kSharedBase;
+  if (block.copiesInFlight[offset / 16] != 0) {
+    fail(std::string("wgmma reads operand ") + operand + " at " + hex(address) +
+             ", which a copy still in flight writes (a missing mbarrier or cp.async wait)",
+         site);
+  }
+  uint16_t bits;
+  std::memcpy(&bits, block.shared.get() + offset, 2);
+  using namespace ffpa::kernels;
+  return bf16 ? unpackPair(bits, Bf16Tag{}).x : unpackPair(bits, HalfTag{}).x;
+}
+
+struct Descriptor {
+  uint32_t start, leading, stride;
+};
+
+Descriptor decode(uint64_t descriptor, const char* operand, Site site) {
+  if (descriptor >> 62 != 1) {
+    fail(std::string("wgmma descriptor of ") + operand + " " + hex(descriptor) +
+             ": the emulator knows the 128-byte swizzle only (layout type 1)",
+         site);
+  }
+  if ((descriptor >> 49 & 7u) != 0) fail(std::string("wgmma descriptor of ") + operand + ": base offset not 0", site);
+  // The descriptor keeps bits 4..17 of the shared address (the GPU's shared window is below 256
+  // KiB); the emulator's window starts at kSharedBase, a multiple of 2^18.
+  static_assert(kSharedBase % (1u << 18) == 0, "descriptor addresses are offsets in a 256 KiB window");
+  return {kSharedBase | static_cast<uint32_t>(descriptor & 0x3fff) << 4, static_cast<uint32_t>(descriptor >> 16 & 0x3fff) << 4,
+          static_cast<uint32_t>(descriptor >> 32 & 0x3fff) << 4};
+}
+
+uint32_t kMajorAddress(const Descriptor& d, int row, int k) {
+  return swizzle128(d.start + (row / 8) * d.stride + (row % 8) * 128 + k * 2);
+}
+
+uint32_t nMajorAddress(const Descriptor& d, int k, int n) {
+  return swizzle128(d.start + (n / 64) * d.leading + (n % 64) * 2 + (k / 8) * d.stride + (k % 8) * 128);
+}
+
+void runWgmma(const Block& block, int thread, const Wgmma& op) {
+  const Descriptor a = decode(op.descA, "A", op.site);
+  const Descriptor b = decode(op.descB, "B", op.site);
+  const int inGroup = thread % 128, warp = inGroup / 32, group = inGroup % 32 / 4, quad = inGroup % 4;
+  for (int j = 0; j < op.n / 8; ++j) {
+    for (int half = 0; half < 2; ++half) {
+      for (int e = 0; e < 2; ++e) {
+        const int row = 16 * warp + group + 8 * half, col = 8 * j + 2 * quad + e;
+        float& out = op.d[4 * j + 2 * half + e];
+        double sum = op.accumulate ? out : 0.0;
+        for (int k = 0; k < 16; ++k) {
+          const double x = sharedElement(block, kMajorAddress(a, row, k), op.bf16, "A", op.site);
+          const uint32_t bAddress = op.transposeB ? nMajorAddress(b, k, col) : kMajorAddress(b, col, k);
+          sum += x * sharedElement(block, bAddress, op.bf16, "B", op.site);
+        }
+        out = static_cast<float>(sum);
+      }
+    }
+  }
+}
+
+void performCopy(Block& block, const TensorCopy& copy) {
+  const ffpa::sm90::TensorMapSpec& map = *copy.map;
+  const uint32_t rowBytes = map.box[0] * map.elementBytes;
+  uint32_t linear = 0;  // byte offset in the box, row-major, before the swizzle
+  for (uint32_t i3 = 0; i3 < map.box[3]; ++i3) {
+    for (uint32_t i2 = 0; i2 < map.box[2]; ++i2) {
+      for (uint32_t i1 = 0; i1 < map.box[1]; ++i1) {
+        for (uint32_t i0 = 0; i0 < map.box[0]; ++i0, linear += map.elementBytes) {
+          const int64_t at[4] = {int64_t{copy.coordinates[0]} + i0, int64_t{copy.coordinates[1]} + i1,
+                                 int64_t{copy.coordinates[2]} + i2, int64_t{copy.coordinates[3]} + i3};
+          bool inside = true;
+          uint64_t source = 0;
+          for (int d = 0; d < 4; ++d) {
+            const uint64_t extent = d < map.rank ? map.dims[d] : 1;
+            inside = inside && at[d] >= 0 && uint64_t(at[d]) < extent;
+            if (inside) source += uint64_t(at[d]) * (d == 0 ? map.elementBytes : map.strideBytes[d]);
+          }
+          const uint32_t destination =
+              swizzle128(kSharedBase + copy.offset + linear) - kSharedBase;
+          unsigned char* out = block.shared.get() + destination;
+          if (inside) {
+            std::memcpy(out, static_cast<const unsigned char*>(map.base) + source, map.elementBytes);
+          } else {
+            std::memset(out, 0, map.elementBytes);
+          }
+        }
+      }
+    }
+  }
+  (void)rowBytes;
+  for (uint32_t unit = copy.offset / 16; unit < (copy.offset + copy.bytes) / 16; ++unit) --block.copiesInFlight[unit];
+}
+
+}  // namespace
+
+void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
+                Site site) {
+  Block& block = currentBlock();
+  if (block.config.blockThreads % 128 != 0) {
+    fail("wgmma in a block of " + std::to_string(block.config.blockThreads) +
+             " threads: warpgroups need whole groups of 4 warps",
+         site);
+  }
+  currentThread().openWgmma.push_back({d, n, transposeB, descA, descB, accumulate, bf16, site});
+}
+
+void retireWgmmaGroups(int pending, Site site) {
+  Block& block = currentBlock();
+  ThreadState& thread = currentThread();
+  if (!thread.openWgmma.empty()) fail("wgmmaWait with wgmma issued but not committed", site);
+  while (thread.committedWgmma.size() > static_cast<std::size_t>(pending)) {
+    for (const Wgmma& op : thread.committedWgmma.front()) runWgmma(block, thread.index, op);
+    thread.committedWgmma.pop_front();
+  }
+}
+
+}  // namespace ffpa::emulation
+
+namespace ffpa::kernels {
+inline namespace emulated {
+
+using emulation::Block;
+using emulation::MBarrier;
+
+void mbarrierInit(uint32_t barrier, int arrivals, emulation::Site site) {
+  Block& block = emulation::currentBlock();
+  if (barrier % 8 != 0 || !emulation::sharedUnitProblem(block, barrier & ~15u).empty()) {
+    emulation::fail("mbarrier " + emulation::hex(barrier) + " is not an 8-byte aligned shared address", site);
+  }
+  if (arrivals < 1) emulation::fail("mbarrierInit with " + std::to_string(arrivals) + " arrivals", site);
+  MBarrier& state = block.mbarriers[barrier];
+  state = MBarrier{};
+  state.expected = state.pending = arrivals;
+}
+
+void fenceBarrierInit() {}
+void fenceProxyAsync() {}
+void wgmmaFence() {}
+
+void mbarrierArriveExpectTx(uint32_t barrier, uint32_t bytes, emulation::Site site) {
+  MBarrier& state = emulation::mbarrierAt(barrier, site);
+  state.bytes += bytes;
+  mbarrierArrive(barrier, site);
+}
+
+void mbarrierArrive(uint32_t barrier, emulation::Site site) {
+  Block& block = emulation::currentBlock();
+  MBarrier& state = emulation::mbarrierAt(barrier, site);
+  if (state.pending == 0) {
+    emulation::fail("mbarrier " + emulation::hex(barrier) + " gets more arrivals than its phase expects", site);
+  }
+  --state.pending;
+  emulation::checkPhase(block, state, barrier, site);
+}
+
+void mbarrierWait(uint32_t barrier, int parity, emulation::Site site) {
+  Block& block = emulation::currentBlock();
+  emulation::ThreadState& thread = emulation::currentThread();
+  for (;;) {
+    MBarrier& state = emulation::mbarrierAt(barrier, site);
+    // The copies of the phase land now (all of them were issued: their issuer does not wait
+    // between its expect_tx and its copies).
+    std::vector<emulation::TensorCopy> copies = std::move(state.copies);
+    state.copies.clear();
+    for (const emulation::TensorCopy& copy : copies) {
+      emulation::performCopy(block, copy);
+      state.bytes -= copy.bytes;
+    }
+    if (!copies.empty()) emulation::checkPhase(block, state, barrier, site);
+    // try_wait.parity(P) succeeds once the phase of parity P has completed: the current phase
+    // (the number completed, mod 2) is then the other one.
+    if ((state.phases & 1) != parity) return;
+    state.waiting.push_back(thread.index);
+    thread.mbarrier = barrier;
+    thread.parity = parity;
+    emulation::wait(emulation::Waiting::MBarrier, site);
+  }
+}
+
+void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
+               uint32_t barrier, emulation::Site site) {
+  Block& block = emulation::currentBlock();
+  MBarrier& state = emulation::mbarrierAt(barrier, site);
+  if (map->rank < 1 || map->rank > ffpa::sm90::kTensorMapMaxRank || map->box[0] * map->elementBytes != 128) {
+    emulation::fail("tmaLoad4d: the emulator copies boxes with 128-byte rows (128-byte swizzle) only", site);
+  }
+  uint32_t bytes = map->elementBytes;
+  for (int d = 0; d < 4; ++d) bytes *= d < map->rank ? map->box[d] : 1;
+  if (shared % 1024 != 0 || shared < emulation::kSharedBase ||
+      uint64_t{shared} - emulation::kSharedBase + bytes > block.config.sharedBytes) {
+    emulation::fail("TMA destination " + emulation::hex(shared) + " (+" + std::to_string(bytes) +
+                        " bytes) is not 1024-byte aligned shared memory of the block",
+                    site);
+  }
+  // The bytes a read of the tensor can touch lie in a registered buffer (the corners of the box
+  // that are inside the tensor).
+  uint64_t last = 0;
+  for (int d = 0; d < map->rank; ++d) last += (map->dims[d] - 1) * (d == 0 ? map->elementBytes : map->strideBytes[d]);
+  emulation::checkGlobal(block, map->base, map->elementBytes, "TMA tensor base", site);
+  emulation::checkGlobal(block, static_cast<const unsigned char*>(map->base) + last, map->elementBytes,
+                         "TMA tensor end", site);
+  const uint32_t offset = shared - emulation::kSharedBase;
+  for (uint32_t unit = offset / 16; unit < (offset + bytes) / 16; ++unit) {
+    if (block.copiesInFlight[unit] != 0) {
+      emulation::fail("TMA to shared address " + emulation::hex(emulation::kSharedBase + unit * 16) +
+                          ", which a copy still in flight writes too",
+                      site);
+    }
+    ++block.copiesInFlight[unit];
+  }
+  state.copies.push_back({offset, map, {c0, c1, c2, c3}, bytes});
+}
+
+void wgmmaCommit() {
+  emulation::ThreadState& thread = emulation::currentThread();
+  thread.committedWgmma.push_back(std::move(thread.openWgmma));
+  thread.openWgmma.clear();
+}
+
+}  // namespace emulated
+}  // namespace ffpa::kernels

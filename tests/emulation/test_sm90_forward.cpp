@@ -1,0 +1,144 @@
+// The sm90 (Hopper) forward kernel on the CPU warp emulator: TMA boxes with the 128-byte swizzle,
+// mbarrier phases, wgmma from shared-memory descriptors and the producer / two-consumer schedule,
+// against float64 attention with outputs poisoned. Arguments and tensor maps come from the
+// library's own describeForwardCall(); the emulator decodes descriptors and copies boxes as the
+// PTX ISA defines them, independently of how the kernel builds them. What this cannot show:
+// speed, the hardware's agreement with the ISA as read here, and races that the emulator's fixed
+// schedule hides (a GPU run under compute-sanitizer covers those).
+#include "case_matrix.h"
+#include "forward_runner.h"
+
+#include "common/random.h"
+#include "emulation/launch.h"
+#include "sm90/forward_call.h"
+#include "sm90/forward_kernel.cuh"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+using namespace emulation_test;
+using ffpa_tools::CausalMask;
+using ffpa_tools::DType;
+using ffpa_tools::HostTensor;
+using ffpa_tools::LayoutKind;
+
+namespace {
+
+template <class Tag, int kHeadDimV>
+void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+  ffpa::emulation::launch(
+      config, [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV>::run(p); },
+      params);
+}
+
+template <class Tag>
+void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+  switch (headDimV) {
+    case 320: return launchInstance<Tag, 320>(config, params);
+    case 384: return launchInstance<Tag, 384>(config, params);
+    case 448: return launchInstance<Tag, 448>(config, params);
+    case 512: return launchInstance<Tag, 512>(config, params);
+    default: throw std::invalid_argument("no sm90 instance for d_v " + std::to_string(headDimV));
+  }
+}
+
+ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
+  const ffpa_tools::AttentionProblem& s = c.shape;
+  HostTensor q = queryTensor(c, s.dim_qk), k = keyTensor(c, s.dim_qk), v = keyTensor(c, s.dim_v);
+  ForwardOutcome out;
+  out.o = queryTensor(c, s.dim_v);
+  out.lse = lseTensor(c);
+  ffpa_tools::Random random(c.start);
+  q.fill_uniform(random, -2.0, 2.0);
+  k.fill_uniform(random, -2.0, 2.0);
+  v.fill_uniform(random, -1.0, 1.0);
+  out.o.poison();
+  out.lse.poison();
+
+  ffpa::AttentionProblem problem = libraryProblem(c, ffpa::Direction::Forward);
+  problem.q = stridesOf(q);
+  problem.k = stridesOf(k);
+  problem.v = stridesOf(v);
+  problem.o = stridesOf(out.o);
+  problem.lse = stridesOf(out.lse);
+  const std::string refusal = ffpa::sm90::forwardRefusal(problem);
+  if (!refusal.empty()) throw std::runtime_error("the sm90 forward refuses the problem: " + refusal);
+  ffpa::TensorArgs tensors;
+  tensors.q = q.data();
+  tensors.k = k.data();
+  tensors.v = v.data();
+  tensors.out = out.o.data();
+  tensors.lseOut = static_cast<float*>(out.lse.data());
+  const ffpa::sm90::ForwardCall call = ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb);
+  ffpa::sm90::ForwardParams params;
+  static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
+  params.qMap = call.q;
+  params.kMap = call.k;
+  params.vMap = call.v;
+  const int instance = ffpa::sm90::instanceHeadDimV(problem.headDimV);
+  out.kernel = "sm90.forward d" + std::to_string(instance);
+  const ffpa::emulation::Config config(
+      {int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads, params.sharedBytes,
+      {{q.data(), q.size_bytes()},
+       {k.data(), k.size_bytes()},
+       {v.data(), v.size_bytes()},
+       {out.o.data(), out.o.size_bytes()},
+       {out.lse.data(), out.lse.size_bytes()}});
+  if (c.dtype == DType::bfloat16) {
+    launchFor<ffpa::kernels::Bf16Tag>(instance, config, params);
+  } else {
+    launchFor<ffpa::kernels::HalfTag>(instance, config, params);
+  }
+  ffpa_tools::AttentionProblem exact = s;
+  exact.scale = problem.scale;
+  ffpa_tools::attention_forward(exact, q.to_dense(), k.to_dense(), v.to_dense(), &out.expectedO, &out.expectedLse);
+  return out;
+}
+
+void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false) {
+  try {
+    checkForward(c, runSm90(c, gridDnhb));
+  } catch (const std::exception& e) {
+    FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+  }
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("sm90 kernels");
+
+TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA") {
+  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {272, 304}, {128, 464}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    for (DType dtype : {DType::float16, DType::bfloat16}) {
+      AttentionCase c;
+      c.dtype = dtype;
+      c.shape = problem(1, 2, index % 2 ? 1 : 2, 70 + 13 * (index % 3), 100 + 29 * (index % 2), dim[0], dim[1],
+                        kMasks[index % 3]);
+      c.layout = kLayouts[index % 3];
+      c.withLse = index % 4 != 3;
+      c.start = 900 + index;
+      runAndCheckSm90(c, index % 2 == 1);
+      ++index;
+    }
+  }
+}
+
+TEST_CASE("sm90 forward: many KV tiles, rows that see no key, one query row") {
+  AttentionCase c;
+  c.shape = problem(2, 2, 1, 150, 333, 512, 512, CausalMask::none);
+  c.start = 950;
+  runAndCheckSm90(c);
+  c.shape = problem(1, 1, 1, 200, 70, 384, 384, CausalMask::bottom_right);  // rows 0..129 see no key
+  c.dtype = DType::bfloat16;
+  c.start = 951;
+  runAndCheckSm90(c);
+  c.shape = problem(1, 3, 3, 1, 257, 320, 320, CausalMask::top_left);
+  c.start = 952;
+  runAndCheckSm90(c);
+}
+
+TEST_SUITE_END();

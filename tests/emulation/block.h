@@ -73,6 +73,7 @@ struct ThreadState {
   std::deque<std::vector<Copy>> committedGroups;  // oldest first
   uint32_t mbarrier = 0;  // the shared address of the mbarrier while waiting at one
   int parity = 0;         // and the phase parity waited for
+  std::map<uint32_t, int64_t> observedPhases;  // per mbarrier: completed phases this thread saw
   std::vector<Wgmma> openWgmma;
   std::deque<std::vector<Wgmma>> committedWgmma;  // oldest first
 };
@@ -126,6 +127,9 @@ struct Block {
   std::vector<Warp> warps;
   std::array<Barrier, kBarriers> barriers;
   std::map<uint32_t, MBarrier> mbarriers;  // by shared address
+  // Per 16-byte unit: the mbarrier and the phase (1-based) whose TMA copy wrote it last; a thread
+  // may read it only after seeing that phase complete. {0, 0} when no TMA wrote it.
+  std::vector<std::pair<uint32_t, int64_t>> tmaWriters;
   std::deque<int> ready;  // threads to run, in order
   bool aborted = false;
   std::string error;  // the first bug found, where it was found

@@ -43,8 +43,9 @@ void checkPhase(Block& block, MBarrier& barrier, uint32_t address, Site site) {
   if (barrier.pending == 0 && barrier.bytes == 0) completePhase(block, barrier);
 }
 
-// Reads the 16-bit element at shared address `address` as a float.
-double sharedElement(const Block& block, uint32_t address, bool bf16, const char* operand, Site site) {
+// Reads the 16-bit element at shared address `address` as a float, for `thread`.
+double sharedElement(const Block& block, const ThreadState& thread, uint32_t address, bool bf16, const char* operand,
+                     Site site) {
   const uint32_t unit = address & ~15u;
   const std::string problem = sharedUnitProblem(block, unit);
   if (!problem.empty()) fail(std::string("wgmma operand ") + operand + " at " + hex(address) + " " + problem, site);
@@ -53,6 +54,17 @@ double sharedElement(const Block& block, uint32_t address, bool bf16, const char
     fail(std::string("wgmma reads operand ") + operand + " at " + hex(address) +
              ", which a copy still in flight writes (a missing mbarrier or cp.async wait)",
          site);
+  }
+  // Data a TMA copy wrote is visible to the threads that waited for its mbarrier phase only.
+  const auto& [barrier, phase] = block.tmaWriters[offset / 16];
+  if (barrier != 0) {
+    const auto seen = thread.observedPhases.find(barrier);
+    if (seen == thread.observedPhases.end() || seen->second < phase) {
+      fail(std::string("wgmma reads operand ") + operand + " at " + hex(address) + ", written by TMA in phase " +
+               std::to_string(phase) + " of mbarrier " + hex(barrier) +
+               ", which this thread has not waited for (a missing mbarrierWait)",
+           site);
+    }
   }
   uint16_t bits;
   std::memcpy(&bits, block.shared.get() + offset, 2);
@@ -86,10 +98,10 @@ uint32_t nMajorAddress(const Descriptor& d, int k, int n) {
   return swizzle128(d.start + (n / 64) * d.leading + (n % 64) * 2 + (k / 8) * d.stride + (k % 8) * 128);
 }
 
-void runWgmma(const Block& block, int thread, const Wgmma& op) {
+void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
   const Descriptor a = decode(op.descA, "A", op.site);
   const Descriptor b = decode(op.descB, "B", op.site);
-  const int inGroup = thread % 128, warp = inGroup / 32, group = inGroup % 32 / 4, quad = inGroup % 4;
+  const int inGroup = thread.index % 128, warp = inGroup / 32, group = inGroup % 32 / 4, quad = inGroup % 4;
   for (int j = 0; j < op.n / 8; ++j) {
     for (int half = 0; half < 2; ++half) {
       for (int e = 0; e < 2; ++e) {
@@ -97,9 +109,9 @@ void runWgmma(const Block& block, int thread, const Wgmma& op) {
         float& out = op.d[4 * j + 2 * half + e];
         double sum = op.accumulate ? out : 0.0;
         for (int k = 0; k < 16; ++k) {
-          const double x = sharedElement(block, kMajorAddress(a, row, k), op.bf16, "A", op.site);
+          const double x = sharedElement(block, thread, kMajorAddress(a, row, k), op.bf16, "A", op.site);
           const uint32_t bAddress = op.transposeB ? nMajorAddress(b, k, col) : kMajorAddress(b, col, k);
-          sum += x * sharedElement(block, bAddress, op.bf16, "B", op.site);
+          sum += x * sharedElement(block, thread, bAddress, op.bf16, "B", op.site);
         }
         out = static_cast<float>(sum);
       }
@@ -107,7 +119,8 @@ void runWgmma(const Block& block, int thread, const Wgmma& op) {
   }
 }
 
-void performCopy(Block& block, const TensorCopy& copy) {
+// Lands `copy` in shared memory as part of phase `phase` (1-based) of the mbarrier at `barrier`.
+void performCopy(Block& block, const TensorCopy& copy, uint32_t barrier, int64_t phase) {
   const ffpa::sm90::TensorMapSpec& map = *copy.map;
   const uint32_t rowBytes = map.box[0] * map.elementBytes;
   uint32_t linear = 0;  // byte offset in the box, row-major, before the swizzle
@@ -137,7 +150,10 @@ void performCopy(Block& block, const TensorCopy& copy) {
     }
   }
   (void)rowBytes;
-  for (uint32_t unit = copy.offset / 16; unit < (copy.offset + copy.bytes) / 16; ++unit) --block.copiesInFlight[unit];
+  for (uint32_t unit = copy.offset / 16; unit < (copy.offset + copy.bytes) / 16; ++unit) {
+    --block.copiesInFlight[unit];
+    block.tmaWriters[unit] = {barrier, phase};
+  }
 }
 
 }  // namespace
@@ -158,7 +174,7 @@ void retireWgmmaGroups(int pending, Site site) {
   ThreadState& thread = currentThread();
   if (!thread.openWgmma.empty()) fail("wgmmaWait with wgmma issued but not committed", site);
   while (thread.committedWgmma.size() > static_cast<std::size_t>(pending)) {
-    for (const Wgmma& op : thread.committedWgmma.front()) runWgmma(block, thread.index, op);
+    for (const Wgmma& op : thread.committedWgmma.front()) runWgmma(block, thread, op);
     thread.committedWgmma.pop_front();
   }
 }
@@ -212,13 +228,19 @@ void mbarrierWait(uint32_t barrier, int parity, emulation::Site site) {
     std::vector<emulation::TensorCopy> copies = std::move(state.copies);
     state.copies.clear();
     for (const emulation::TensorCopy& copy : copies) {
-      emulation::performCopy(block, copy);
+      emulation::performCopy(block, copy, barrier, state.phases + 1);
       state.bytes -= copy.bytes;
     }
     if (!copies.empty()) emulation::checkPhase(block, state, barrier, site);
     // try_wait.parity(P) succeeds once the phase of parity P has completed: the current phase
     // (the number completed, mod 2) is then the other one.
-    if ((state.phases & 1) != parity) return;
+    if ((state.phases & 1) != parity) {
+      // The thread now sees the latest completed phase of this parity (and all before it).
+      const int64_t seen = ((state.phases - 1) & 1) == parity ? state.phases : state.phases - 1;
+      int64_t& observed = thread.observedPhases[barrier];
+      if (seen > observed) observed = seen;
+      return;
+    }
     state.waiting.push_back(thread.index);
     thread.mbarrier = barrier;
     thread.parity = parity;

@@ -172,6 +172,7 @@ Block::Block(const Config& config, const std::function<void()>& body)
   }
   warps.back().lanes = config.blockThreads - kWarpSize * (static_cast<int>(warps.size()) - 1);
   for (auto& barrier : barriers) barrier.laneMasks.assign(warps.size(), 0u);
+  tmaWriters.resize((config.sharedBytes + 15) / 16);
 }
 
 void Block::reset(Dim3 blockIndex) {
@@ -180,6 +181,7 @@ void Block::reset(Dim3 blockIndex) {
   std::fill(copiesInFlight.begin(), copiesInFlight.end(), uint16_t{0});
   for (auto& warp : warps) warp.arrived = 0;
   mbarriers.clear();
+  std::fill(tmaWriters.begin(), tmaWriters.end(), std::make_pair(0u, int64_t{0}));
   for (auto& barrier : barriers) {
     barrier.expected = 0;
     barrier.waiting.clear();
@@ -189,6 +191,7 @@ void Block::reset(Dim3 blockIndex) {
   for (auto& thread : threads) {
     thread->exited = false;
     thread->waiting = Waiting::Nothing;
+    thread->observedPhases.clear();
     thread->fiber.start(&threadMain, thread.get());
     ready.push_back(thread->index);
   }

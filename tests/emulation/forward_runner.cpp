@@ -15,6 +15,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace emulation_test {
 namespace {
@@ -32,25 +33,38 @@ constexpr double kHalfScoreLseAbsolute = 6e-2;
 
 }  // namespace
 
-ForwardOutcome runForward(const AttentionCase& c) {
+ForwardTensors forwardTensors(const AttentionCase& c) {
   const ffpa_tools::AttentionProblem& s = c.shape;
-  HostTensor q = queryTensor(c, s.dim_qk), k = keyTensor(c, s.dim_qk), v = keyTensor(c, s.dim_v);
-  ForwardOutcome out;
-  out.o = queryTensor(c, s.dim_v);
-  out.lse = lseTensor(c);
+  ForwardTensors t{queryTensor(c, s.dim_qk), keyTensor(c, s.dim_qk), keyTensor(c, s.dim_v),
+                   queryTensor(c, s.dim_v), lseTensor(c), libraryProblem(c, ffpa::Direction::Forward)};
   ffpa_tools::Random random(c.start);
-  q.fill_uniform(random, -2.0, 2.0);  // Q and K in [-2, 2): a peaked softmax, as on the GPU
-  k.fill_uniform(random, -2.0, 2.0);
-  v.fill_uniform(random, -1.0, 1.0);
-  out.o.poison();
-  out.lse.poison();
+  t.q.fill_uniform(random, -2.0, 2.0);  // Q and K in [-2, 2): a peaked softmax, as on the GPU
+  t.k.fill_uniform(random, -2.0, 2.0);
+  t.v.fill_uniform(random, -1.0, 1.0);
+  t.o.poison();
+  t.lse.poison();
+  t.problem.q = stridesOf(t.q);
+  t.problem.k = stridesOf(t.k);
+  t.problem.v = stridesOf(t.v);
+  t.problem.o = stridesOf(t.o);
+  t.problem.lse = stridesOf(t.lse);
+  return t;
+}
 
-  ffpa::AttentionProblem problem = libraryProblem(c, ffpa::Direction::Forward);
-  problem.q = stridesOf(q);
-  problem.k = stridesOf(k);
-  problem.v = stridesOf(v);
-  problem.o = stridesOf(out.o);
-  problem.lse = stridesOf(out.lse);
+void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& out) {
+  ffpa_tools::AttentionProblem exact = c.shape;
+  exact.scale = t.problem.scale;
+  ffpa_tools::attention_forward(exact, t.q.to_dense(), t.k.to_dense(), t.v.to_dense(), &out.expectedO,
+                                &out.expectedLse);
+  out.o = std::move(t.o);
+  out.lse = std::move(t.lse);
+}
+
+ForwardOutcome runForward(const AttentionCase& c) {
+  ForwardTensors t = forwardTensors(c);
+  HostTensor &q = t.q, &k = t.k, &v = t.v;
+  const ffpa::AttentionProblem& problem = t.problem;
+  ForwardOutcome out;
   const ffpa::Policy policy = policyOf(c);
   const ffpa::DeviceInfo device = deviceOf(c);
   const ffpa::PlanRequest request{problem, policy, device, nullptr,
@@ -69,8 +83,8 @@ ForwardOutcome runForward(const AttentionCase& c) {
   tensors.q = q.data();
   tensors.k = k.data();
   tensors.v = v.data();
-  tensors.out = out.o.data();
-  tensors.lseOut = static_cast<float*>(out.lse.data());
+  tensors.out = t.o.data();
+  tensors.lseOut = static_cast<float*>(t.lse.data());
   const ffpa::sm80::ForwardParams params = ffpa::sm80::forwardCallParams(launch, problem, tensors);
   const ffpa::emulation::Config config(
       {static_cast<int>(launch.grid[0]), static_cast<int>(launch.grid[1]),
@@ -79,18 +93,15 @@ ForwardOutcome runForward(const AttentionCase& c) {
       {{q.data(), q.size_bytes()},
        {k.data(), k.size_bytes()},
        {v.data(), v.size_bytes()},
-       {out.o.data(), out.o.size_bytes()},
-       {out.lse.data(), out.lse.size_bytes()}});
+       {t.o.data(), t.o.size_bytes()},
+       {t.lse.data(), t.lse.size_bytes()}});
   const std::vector<uint8_t> inputs[] = {bytesOf(q), bytesOf(k), bytesOf(v)};
   twin->run(config, params);
   if (inputs[0] != bytesOf(q) || inputs[1] != bytesOf(k) || inputs[2] != bytesOf(v)) {
     throw std::runtime_error(out.kernel + " wrote into its inputs");
   }
 
-  ffpa_tools::AttentionProblem exact = s;
-  exact.scale = problem.scale;
-  ffpa_tools::attention_forward(exact, q.to_dense(), k.to_dense(), v.to_dense(), &out.expectedO,
-                                &out.expectedLse);
+  finishOutcome(c, t, out);
   return out;
 }
 

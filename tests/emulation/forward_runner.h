@@ -18,6 +18,17 @@ struct ForwardOutcome {
   std::vector<double> expectedO, expectedLse;  // float64 attention on the same inputs
 };
 
+// The tensors of one forward run of `c`: random inputs, poisoned outputs, and the library's
+// description of the problem with their strides.
+struct ForwardTensors {
+  ffpa_tools::HostTensor q, k, v, o, lse;
+  ffpa::AttentionProblem problem;
+};
+ForwardTensors forwardTensors(const AttentionCase& c);
+
+// Moves the outputs of `t` into `out`, with float64 attention on its inputs as the expectation.
+void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& out);
+
 // Plans and runs `c`. Throws std::runtime_error when the planner refuses the problem and
 // ffpa::emulation::KernelError when the emulator finds a bug in the kernel.
 ForwardOutcome runForward(const AttentionCase& c);

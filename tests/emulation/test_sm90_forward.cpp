@@ -8,7 +8,6 @@
 #include "case_matrix.h"
 #include "forward_runner.h"
 
-#include "common/random.h"
 #include "emulation/launch.h"
 #include "sm90/forward_call.h"
 #include "sm90/forward_kernel.cuh"
@@ -21,7 +20,6 @@
 using namespace emulation_test;
 using ffpa_tools::CausalMask;
 using ffpa_tools::DType;
-using ffpa_tools::HostTensor;
 using ffpa_tools::LayoutKind;
 
 namespace {
@@ -45,32 +43,17 @@ void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::
 }
 
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
-  const ffpa_tools::AttentionProblem& s = c.shape;
-  HostTensor q = queryTensor(c, s.dim_qk), k = keyTensor(c, s.dim_qk), v = keyTensor(c, s.dim_v);
+  ForwardTensors t = forwardTensors(c);
+  const ffpa::AttentionProblem& problem = t.problem;
   ForwardOutcome out;
-  out.o = queryTensor(c, s.dim_v);
-  out.lse = lseTensor(c);
-  ffpa_tools::Random random(c.start);
-  q.fill_uniform(random, -2.0, 2.0);
-  k.fill_uniform(random, -2.0, 2.0);
-  v.fill_uniform(random, -1.0, 1.0);
-  out.o.poison();
-  out.lse.poison();
-
-  ffpa::AttentionProblem problem = libraryProblem(c, ffpa::Direction::Forward);
-  problem.q = stridesOf(q);
-  problem.k = stridesOf(k);
-  problem.v = stridesOf(v);
-  problem.o = stridesOf(out.o);
-  problem.lse = stridesOf(out.lse);
   const std::string refusal = ffpa::sm90::forwardRefusal(problem);
   if (!refusal.empty()) throw std::runtime_error("the sm90 forward refuses the problem: " + refusal);
   ffpa::TensorArgs tensors;
-  tensors.q = q.data();
-  tensors.k = k.data();
-  tensors.v = v.data();
-  tensors.out = out.o.data();
-  tensors.lseOut = static_cast<float*>(out.lse.data());
+  tensors.q = t.q.data();
+  tensors.k = t.k.data();
+  tensors.v = t.v.data();
+  tensors.out = t.o.data();
+  tensors.lseOut = static_cast<float*>(t.lse.data());
   const ffpa::sm90::ForwardCall call = ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb);
   ffpa::sm90::ForwardParams params;
   static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
@@ -81,19 +64,17 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
   out.kernel = "sm90.forward d" + std::to_string(instance);
   const ffpa::emulation::Config config(
       {int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads, params.sharedBytes,
-      {{q.data(), q.size_bytes()},
-       {k.data(), k.size_bytes()},
-       {v.data(), v.size_bytes()},
-       {out.o.data(), out.o.size_bytes()},
-       {out.lse.data(), out.lse.size_bytes()}});
+      {{t.q.data(), t.q.size_bytes()},
+       {t.k.data(), t.k.size_bytes()},
+       {t.v.data(), t.v.size_bytes()},
+       {t.o.data(), t.o.size_bytes()},
+       {t.lse.data(), t.lse.size_bytes()}});
   if (c.dtype == DType::bfloat16) {
     launchFor<ffpa::kernels::Bf16Tag>(instance, config, params);
   } else {
     launchFor<ffpa::kernels::HalfTag>(instance, config, params);
   }
-  ffpa_tools::AttentionProblem exact = s;
-  exact.scale = problem.scale;
-  ffpa_tools::attention_forward(exact, q.to_dense(), k.to_dense(), v.to_dense(), &out.expectedO, &out.expectedLse);
+  finishOutcome(c, t, out);
   return out;
 }
 

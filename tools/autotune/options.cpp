@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "common/whole_integer.h"
+
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
@@ -10,17 +12,11 @@ namespace {
 [[noreturn]] void bad(const std::string& message) { throw std::invalid_argument(message); }
 
 int64_t number(const std::string& option, const std::string& text, int64_t low, int64_t high) {
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || value < low || value > high) {
+  const std::optional<int64_t> value = ffpa_tools::wholeInteger(text);
+  if (!value || *value < low || *value > high) {
     bad(option + ": \"" + text + "\" is not an integer from " + std::to_string(low) + " to " + std::to_string(high));
   }
-  return value;
+  return *value;
 }
 
 std::vector<std::string> split(const std::string& text) {

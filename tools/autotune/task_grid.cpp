@@ -1,5 +1,7 @@
 #include "task_grid.h"
 
+#include "common/whole_integer.h"
+
 #include <sstream>
 #include <stdexcept>
 
@@ -72,17 +74,11 @@ std::vector<Task> taskGrid(const Options& o, const std::vector<int64_t>& headDim
 
 size_t maxTasksFromEnvironment(const char* value) {
   if (value == nullptr || *value == '\0') return 0;
-  size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || value[used] != '\0' || n < 1) {
+  const std::optional<int64_t> n = ffpa_tools::wholeInteger(value);
+  if (!n || *n < 1) {
     throw std::invalid_argument(std::string("FFPA_AUTOTUNE_MAX_CONFIGS: \"") + value + "\" is not a positive integer");
   }
-  return static_cast<size_t>(n);
+  return static_cast<size_t>(*n);
 }
 
 }  // namespace ffpa_autotune

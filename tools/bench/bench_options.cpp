@@ -1,5 +1,7 @@
 #include "bench_options.h"
 
+#include "common/whole_integer.h"
+
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
@@ -19,17 +21,11 @@ std::vector<std::string> split(const std::string& text, char separator) {
 }
 
 int64_t parseInt(const std::string& option, const std::string& text, int64_t min, int64_t max) {
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || value < min || value > max) {
+  const std::optional<int64_t> value = ffpa_tools::wholeInteger(text);
+  if (!value || *value < min || *value > max) {
     bad(option, text, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   }
-  return value;
+  return *value;
 }
 
 ffpaDataType_t parseDtype(const std::string& text) {

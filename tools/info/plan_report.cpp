@@ -2,6 +2,8 @@
 
 #include "library_call.h"
 
+#include "common/whole_integer.h"
+
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -18,15 +20,9 @@ struct Problem {
 };
 
 int64_t positive(const std::string& key, const std::string& text) {
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || value < 1) throw std::invalid_argument(key + "=" + text + " is not a positive integer");
-  return value;
+  const std::optional<int64_t> value = ffpa_tools::wholeInteger(text);
+  if (!value || *value < 1) throw std::invalid_argument(key + "=" + text + " is not a positive integer");
+  return *value;
 }
 
 template <class T>

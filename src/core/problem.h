@@ -38,6 +38,21 @@ struct AttentionProblem {
   }
 };
 
+// Copies what every kernel's parameters carry under the same names: sizes (as the kernels' 32-bit
+// fields; the planners refuse larger problems before), the causal mask, and the softmax scale in
+// log2 units (the kernels exponentiate with exp2).
+template <class KernelParams>
+void copyProblemSizes(const AttentionProblem& problem, KernelParams& p) {
+  p.batch = static_cast<int32_t>(problem.batch);
+  p.headsQ = static_cast<int32_t>(problem.headsQ);
+  p.groupSize = static_cast<int32_t>(problem.groupSize());
+  p.seqQ = static_cast<int32_t>(problem.seqQ);
+  p.seqKv = static_cast<int32_t>(problem.seqKv);
+  p.causal = problem.causal != FFPA_CAUSAL_NONE;
+  p.causalOffset = problem.causalOffset();
+  p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);  // log2(e)
+}
+
 // The descriptors of a forward call (lse may be nullptr). Throws ffpa::Error naming the
 // descriptor argument that is wrong.
 AttentionProblem forwardProblem(const AttentionSettings& attn, const TensorLayout& q,

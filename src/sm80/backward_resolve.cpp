@@ -153,18 +153,11 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
     p.dkStrides[i] = problem.dk[i];
     p.dvStrides[i] = problem.dv[i];
   }
-  p.batch = static_cast<int32_t>(problem.batch);
-  p.headsQ = static_cast<int32_t>(problem.headsQ);
+  copyProblemSizes(problem, p);
   p.headsKv = static_cast<int32_t>(problem.headsKv);
-  p.groupSize = static_cast<int32_t>(problem.groupSize());
-  p.seqQ = static_cast<int32_t>(problem.seqQ);
-  p.seqKv = static_cast<int32_t>(problem.seqKv);
   p.headDimQk = static_cast<int32_t>(problem.headDimQk);
   p.headDimV = static_cast<int32_t>(problem.headDimV);
-  p.causal = problem.causal != FFPA_CAUSAL_NONE;
-  p.causalOffset = problem.causalOffset();
   p.scale = problem.scale;
-  p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);
   p.gridDnhb = launch.gridDnhb;
   return p;
 }

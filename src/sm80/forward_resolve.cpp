@@ -184,14 +184,7 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
     p.oStrides[i] = problem.o[i];
     p.lseStrides[i] = problem.lse[i];
   }
-  p.batch = static_cast<int32_t>(problem.batch);
-  p.headsQ = static_cast<int32_t>(problem.headsQ);
-  p.groupSize = static_cast<int32_t>(problem.groupSize());
-  p.seqQ = static_cast<int32_t>(problem.seqQ);
-  p.seqKv = static_cast<int32_t>(problem.seqKv);
-  p.causal = problem.causal != FFPA_CAUSAL_NONE;
-  p.causalOffset = problem.causalOffset();
-  p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);
+  copyProblemSizes(problem, p);
   p.gridDnhb = launch.gridDnhb;
   return p;
 }

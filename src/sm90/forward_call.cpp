@@ -82,16 +82,9 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
     a.oStrides[i] = p.o[i];
     a.lseStrides[i] = p.lse[i];
   }
-  a.batch = static_cast<int32_t>(p.batch);
-  a.headsQ = static_cast<int32_t>(p.headsQ);
-  a.groupSize = static_cast<int32_t>(p.groupSize());
-  a.seqQ = static_cast<int32_t>(p.seqQ);
-  a.seqKv = static_cast<int32_t>(p.seqKv);
+  copyProblemSizes(p, a);
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
-  a.causal = p.causal != FFPA_CAUSAL_NONE;
-  a.causalOffset = p.causalOffset();
-  a.scaleLog2 = static_cast<float>(p.scale * 1.4426950408889634);
   a.gridDnhb = gridDnhb;
   forwardLayout(a);
   call.q = mapOf(tensors.q, 2, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);

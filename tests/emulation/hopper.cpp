@@ -122,7 +122,6 @@ void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
 // Lands `copy` in shared memory as part of phase `phase` (1-based) of the mbarrier at `barrier`.
 void performCopy(Block& block, const TensorCopy& copy, uint32_t barrier, int64_t phase) {
   const ffpa::sm90::TensorMapSpec& map = *copy.map;
-  const uint32_t rowBytes = map.box[0] * map.elementBytes;
   uint32_t linear = 0;  // byte offset in the box, row-major, before the swizzle
   for (uint32_t i3 = 0; i3 < map.box[3]; ++i3) {
     for (uint32_t i2 = 0; i2 < map.box[2]; ++i2) {
@@ -149,7 +148,6 @@ void performCopy(Block& block, const TensorCopy& copy, uint32_t barrier, int64_t
       }
     }
   }
-  (void)rowBytes;
   for (uint32_t unit = copy.offset / 16; unit < (copy.offset + copy.bytes) / 16; ++unit) {
     --block.copiesInFlight[unit];
     block.tmaWriters[unit] = {barrier, phase};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <sstream>
 
 #include "common/random.h"
@@ -24,6 +25,32 @@ std::string TestCase::to_string() const {
   text << config.to_string() << (with_lse ? " with LSE" : " without LSE") << ", inputs from Random("
        << start << ")";
   return text.str();
+}
+
+std::vector<MatrixCase> head_dim_matrix(uint64_t start) {
+  const struct {
+    int64_t qk, v;
+  } dims[] = {{32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320},   {384, 384}, {448, 448},
+              {512, 512}, {576, 576}, {640, 640}, {768, 768}, {1024, 1024}, {576, 512}};
+  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
+  // (Nq, Nkv): tails of every tile size, fewer and more queries than keys.
+  const int64_t lengths[][2] = {{100, 257}, {257, 100}, {193, 193}};
+  // (B, Hq, Hkv): MHA, GQA, MQA with an odd group.
+  const int64_t heads[][3] = {{2, 2, 2}, {1, 4, 2}, {2, 3, 1}};
+  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
+  std::vector<MatrixCase> cases;
+  for (size_t s = 0; s < std::size(dims); ++s) {
+    for (size_t c = 0; c < 3; ++c) {
+      const int64_t* n = lengths[(s + c) % 3];
+      const int64_t* h = heads[(s + 2 * c) % 3];
+      const DType dtype = (s + c) % 2 == 0 ? DType::float16 : DType::bfloat16;
+      const AttentionProblem shape =
+          ffpa_tools::attention_shape(h[0], h[1], h[2], n[0], n[1], dims[s].qk, dims[s].v, masks[c]);
+      const double scale = masks[c] == CausalMask::top_left ? 1.5 * ffpa_tools::default_scale(dims[s].qk) : 0.0;
+      cases.push_back({s, c, {ffpa_tools::make_config(shape, dtype, layouts[s % 3], scale), true, start + 3 * s + c}});
+    }
+  }
+  return cases;
 }
 
 std::vector<TestCase> feature_matrix(Pass pass) {

@@ -27,6 +27,23 @@ struct TestCase {
 // that no gradient is identically zero.
 std::vector<TestCase> feature_matrix(ffpa_tools::Pass pass);
 
+// The fast kernels' shape matrix, a covering design rather than the cross product: each head dim
+// the kernels serve (by tile shape: d_v <= 128, <= 512, > 512, and d_qk != d_v as in multi-head
+// latent attention) runs three cases, one per mask, and the other factors follow from
+// (s, c) = (head dim index, mask index):
+//   mask c, lengths (s + c) % 3, heads (s + 2c) % 3 and layout s % 3 are the four columns of the
+//   orthogonal array L9 over every three consecutive head dims: every pair of their values
+//   appears; dtype (s + c) % 2 gives every (dtype, mask, tile shape) triple, since each tile shape
+//   has consecutive head dims; bottom-right masking with Nq > Nkv (fully masked rows) falls on
+//   d = 128, 384, 576 and 1024; top-left masking takes an explicit scale 1.5 / sqrt(d_qk).
+// B, H <= 4 and N <= 257 keep the float64 attention quick. Every case keeps some query seeing two
+// keys, and asks for the LSE; its inputs start at `start` + 3s + c.
+struct MatrixCase {
+  size_t s, c;
+  TestCase test;
+};
+std::vector<MatrixCase> head_dim_matrix(uint64_t start);
+
 // float64 attention on the inputs held in `problem`'s host tensors. `o`, when not null, is the O
 // the backward computes delta = dO . O from (see ffpa_tools::attention_row_backward).
 struct CpuForward {

@@ -81,31 +81,11 @@ void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCas
   check_backward_outputs(context + " [" + kernel + "]", problem);
 }
 
-// Every head dim with each mask once; the other factors rotate (a covering design, as the
-// forward's): lengths with tails of every tile and both relations of Nq to Nkv, MHA/GQA/MQA,
-// layouts, dtypes, explicit scales. Every case keeps some query seeing two keys, so that no
-// gradient is identically zero.
+// The head-dim matrix of the forward's tests (head_dim_matrix), every case with the LSE the
+// backward takes.
 std::vector<TestCase> backward_matrix() {
-  const struct {
-    int64_t qk, v;
-  } dims[] = {{32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320},   {384, 384}, {448, 448},
-              {512, 512}, {576, 576}, {640, 640}, {768, 768}, {1024, 1024}, {576, 512}};
-  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
-  const int64_t lengths[][2] = {{100, 257}, {257, 100}, {193, 193}};
-  const int64_t heads[][3] = {{2, 2, 2}, {1, 4, 2}, {2, 3, 1}};
-  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
   std::vector<TestCase> cases;
-  for (size_t s = 0; s < std::size(dims); ++s) {
-    for (size_t c = 0; c < 3; ++c) {
-      const int64_t* n = lengths[(s + c) % 3];
-      const int64_t* h = heads[(s + 2 * c) % 3];
-      const DType dtype = (s + c) % 2 == 0 ? DType::float16 : DType::bfloat16;
-      const AttentionProblem shape =
-          attention_shape(h[0], h[1], h[2], n[0], n[1], dims[s].qk, dims[s].v, masks[c]);
-      const double scale = masks[c] == CausalMask::top_left ? 1.5 * default_scale(dims[s].qk) : 0.0;
-      cases.push_back({make_config(shape, dtype, layouts[s % 3], scale), true, 52000 + 3 * s + c});
-    }
-  }
+  for (const MatrixCase& point : head_dim_matrix(52000)) cases.push_back(point.test);
   return cases;
 }
 

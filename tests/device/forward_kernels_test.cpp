@@ -245,19 +245,6 @@ int64_t masked_row_differences(const DeviceProblem& problem, const HostTensor& r
 
 // --- The shape matrix ----------------------------------------------------------------------------
 
-struct HeadDims {
-  int64_t qk, v;
-};
-
-// The head dims the fast kernels serve, by tile shape: d_v <= 128 (one warp per row group),
-// <= 512 (two column warps), > 512 (four); and d_qk != d_v as in multi-head latent attention.
-const std::vector<HeadDims>& matrix_head_dims() {
-  static const std::vector<HeadDims> dims = {
-      {32, 32},   {64, 64},   {128, 128}, {256, 256}, {320, 320},   {384, 384}, {448, 448},
-      {512, 512}, {576, 576}, {640, 640}, {768, 768}, {1024, 1024}, {576, 512}};
-  return dims;
-}
-
 struct FastCase {
   TestCase test;
   ffpaAccumulator_t accumulator;
@@ -267,45 +254,21 @@ struct FastCase {
   }
 };
 
-// A covering design rather than the cross product: each head dim runs three cases, one per mask,
-// and the other factors follow from (s, c) = (head dim index, mask index):
-//   mask c, lengths (s + c) % 3, heads (s + 2c) % 3 and layout s % 3 are the four columns of the
-//   orthogonal array L9 over every three consecutive head dims: every pair of their values
-//   appears; dtype (s + c) % 2 gives every (dtype, mask, tile shape) triple, since each tile shape
-//   has consecutive head dims; fp16 cases take the four accumulators in turn (five cases each,
-//   every accumulator on every tile shape); bottom-right masking with Nq > Nkv (fully masked
-//   rows) falls on d = 128, 384, 576 and 1024.
-// B, H <= 4 and N <= 257 keep the float64 attention quick.
+// The head-dim matrix (head_dim_matrix), its fp16 cases taking the four accumulators in turn
+// (five cases each, every accumulator on every tile shape), without LSE twice in every four head
+// dims, once per dtype.
 std::vector<FastCase> shape_matrix() {
-  const CausalMask masks[] = {CausalMask::none, CausalMask::top_left, CausalMask::bottom_right};
-  // (Nq, Nkv): tails of every tile size, fewer and more queries than keys.
-  const int64_t lengths[][2] = {{100, 257}, {257, 100}, {193, 193}};
-  // (B, Hq, Hkv): MHA, GQA, MQA with an odd group.
-  const int64_t heads[][3] = {{2, 2, 2}, {1, 4, 2}, {2, 3, 1}};
-  const LayoutKind layouts[] = {LayoutKind::bhnd, LayoutKind::bnhd, LayoutKind::padded_aligned};
   const ffpaAccumulator_t accumulators[] = {FFPA_ACCUMULATOR_F32, FFPA_ACCUMULATOR_QK_F16,
                                             FFPA_ACCUMULATOR_PV_F16, FFPA_ACCUMULATOR_F16};
   std::vector<FastCase> cases;
   int half_cases = 0;
-  const std::vector<HeadDims>& dims = matrix_head_dims();
-  for (size_t s = 0; s < dims.size(); ++s) {
-    for (size_t c = 0; c < 3; ++c) {
-      const int64_t* n = lengths[(s + c) % 3];
-      const int64_t* h = heads[(s + 2 * c) % 3];
-      const DType dtype = (s + c) % 2 == 0 ? DType::float16 : DType::bfloat16;
-      const AttentionProblem shape =
-          attention_shape(h[0], h[1], h[2], n[0], n[1], dims[s].qk, dims[s].v, masks[c]);
-      // An explicit scale with top-left masking: sharper than the default 1/sqrt(d_qk).
-      const double scale = masks[c] == CausalMask::top_left ? 1.5 * default_scale(dims[s].qk) : 0.0;
-      FastCase fast_case;
-      fast_case.test.config = make_config(shape, dtype, layouts[s % 3], scale);
-      // Without LSE twice in every four head dims, once per dtype.
-      fast_case.test.with_lse = !(s % 2 == 1 && c == (s % 4) / 2);
-      fast_case.test.start = 41000 + 3 * s + c;
-      fast_case.accumulator =
-          dtype == DType::float16 ? accumulators[half_cases++ % 4] : FFPA_ACCUMULATOR_F32;
-      cases.push_back(fast_case);
-    }
+  for (const MatrixCase& point : head_dim_matrix(41000)) {
+    FastCase fast_case;
+    fast_case.test = point.test;
+    fast_case.test.with_lse = !(point.s % 2 == 1 && point.c == (point.s % 4) / 2);
+    fast_case.accumulator =
+        point.test.config.dtype == DType::float16 ? accumulators[half_cases++ % 4] : FFPA_ACCUMULATOR_F32;
+    cases.push_back(fast_case);
   }
   return cases;
 }

@@ -458,7 +458,8 @@ typedef enum ffpaAutotuneMode FFPA_ENUM_TYPE {
  * their names or numbers; an empty variable counts as unset.
  *
  * Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails
- * with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced. The
+ * with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced (see
+ * #FFPA_POLICY_HOPPER_KERNELS for how they choose between the Hopper and `mma.sync` kernels). The
  * backward kernels follow #FFPA_POLICY_STAGES, #FFPA_POLICY_PREFETCH_QKV,
  * #FFPA_POLICY_QKV_SMEM_SHARE, #FFPA_POLICY_PERSIST_Q_G2S (Q and dO rows of the dQ kernel) and
  * #FFPA_POLICY_LAUNCH_GRID_DNHB; the other kernel knobs concern the forward only, and gradients
@@ -511,6 +512,14 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
   /** Int32 0-4, default 0: the number of cp.async pipeline stages; 0 lets the planner (or a
    *  tuned config) choose. Environment: `FFPA_STAGES`. */
   FFPA_POLICY_STAGES = 12,
+  /** Bool, default 0 (experimental until it has been validated on Hopper GPUs): 1 runs the
+   *  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512, d_qk
+   *  up to 576, fp16 and bf16) on compute capability 9.0 where it applies. The `mma.sync`
+   *  kernels serve the rest, and everything when any other kernel knob except
+   *  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape
+   *  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:
+   *  `ENABLE_FFPA_HOPPER_KERNELS`. */
+  FFPA_POLICY_HOPPER_KERNELS = 13,
 
   /* --- Tuned configs (values 100-199) --- */
   /** Bool, default 0: tune launch configs at run time, once per problem and process.

@@ -56,6 +56,9 @@ const std::array<KnobSpec, kKnobCount> kSpecs = {{
   {FFPA_POLICY_STAGES, "FFPA_POLICY_STAGES", FFPA_POLICY_TYPE_INT32, 0, 4, 0, "0",
    "FFPA_STAGES", "", "",
    "Number of cp.async pipeline stages; 0 lets the planner or a tuned config choose.", true},
+  {FFPA_POLICY_HOPPER_KERNELS, "FFPA_POLICY_HOPPER_KERNELS", kBool, 0, 1, 0, "0",
+   "ENABLE_FFPA_HOPPER_KERNELS", kBoolNames, "",
+   "On compute capability 9.0, run the Hopper (TMA + wgmma) forward kernel where it applies (experimental: off by default until validated on Hopper GPUs).", true},
   // --- Tuned configs ---
   {FFPA_POLICY_AUTOTUNE, "FFPA_POLICY_AUTOTUNE", kBool, 0, 1, 0, "0",
    "FFPA_AUTOTUNE", kBoolNames, "",

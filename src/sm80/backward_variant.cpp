@@ -3,7 +3,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "sm80/backward_resolve.h"
-#include "sm80/kernel_attributes.h"
+#include "core/kernel_attributes.h"
 
 #include <cuda_runtime.h>
 

@@ -1,7 +1,7 @@
 #include "sm80/forward_variant.h"
 
 #include "sm80/forward_resolve.h"
-#include "sm80/kernel_attributes.h"
+#include "core/kernel_attributes.h"
 
 #include "core/cuda_check.h"
 #include "core/descriptors.h"

@@ -12,10 +12,6 @@
 
 namespace ffpa::sm80 {
 
-namespace {
-constexpr int64_t kMaxGridYz = 65535;
-}  // namespace
-
 Support notApplicable(std::string why) { return Support::notApplicable(std::move(why)); }
 
 Support rejected(std::string why) {
@@ -76,25 +72,6 @@ int maxCompiledStages() {
 int stagesOf(const Policy& policy) {
   const int64_t stages = policy.value(FFPA_POLICY_STAGES);
   return stages == 0 ? 2 : static_cast<int>(stages);
-}
-
-std::optional<std::string> chooseGrid(const Policy& policy, int64_t tiles, int64_t batch, int64_t heads,
-                                      bool& dnhb, uint32_t (&grid)[3], std::string& notes) {
-  dnhb = policy.flag(FFPA_POLICY_LAUNCH_GRID_DNHB);
-  const bool flatFits = batch * heads <= kMaxGridYz;
-  const bool dnhbFits = batch <= kMaxGridYz && heads <= kMaxGridYz;
-  if (!dnhb && !flatFits && dnhbFits && isDefault(policy, FFPA_POLICY_LAUNCH_GRID_DNHB)) {
-    dnhb = true;
-    notes += " grid=dnhb(B*H>65535)";
-  }
-  if (dnhb ? !dnhbFits : !flatFits) {
-    return cat("grid layout ", dnhb ? "(N/Br, H, B) needs B and H" : "(N/Br, B*H) needs B*H",
-               " <= 65535 (B=", batch, ", H=", heads, "); change FFPA_POLICY_LAUNCH_GRID_DNHB");
-  }
-  grid[0] = static_cast<uint32_t>(tiles);
-  grid[1] = static_cast<uint32_t>(dnhb ? heads : batch * heads);
-  grid[2] = static_cast<uint32_t>(dnhb ? batch : 1);
-  return std::nullopt;
 }
 
 std::optional<tuning::LaunchConfig> launchConfigFor(const PlanRequest& r, const char* kernel, std::string& notes) {

@@ -1,8 +1,9 @@
 // What the sm80 planner variants (forward and backward) check and decide alike: the problems the
-// kernels serve at all, the stage knob against the build, the grid layout.
+// kernels serve at all, the stage knob against the build (the grid layout: core/launch_grid.h).
 #pragma once
 
 #include "core/kernel_registry.h"
+#include "core/launch_grid.h"
 #include "core/policy.h"
 #include "core/problem.h"
 
@@ -39,12 +40,6 @@ std::optional<std::string> stagesProblem(const Policy& policy);
 int stagesOf(const Policy& policy);
 // The largest stage count this build compiles (its stage sets are 1..N).
 int maxCompiledStages();
-
-// The grid (tiles, B*H) or (tiles, H, B), following FFPA_POLICY_LAUNCH_GRID_DNHB; at its default
-// the knob gives way when B*H exceeds the y extent (noted in `notes`). `grid` receives the extents;
-// the result is a refusal when neither layout fits.
-std::optional<std::string> chooseGrid(const Policy& policy, int64_t tiles, int64_t batch, int64_t heads,
-                                      bool& dnhb, uint32_t (&grid)[3], std::string& notes);
 
 // The launch config a plan takes its tunable parameters from: the autotune candidate the request
 // carries, else the persisted tuned config of the device for `kernel` (core/tuned_configs.h), else

@@ -59,6 +59,7 @@ std::string forwardRefusal(const AttentionProblem& p) {
     return "the sm90 forward computes fp16 and bf16";
   }
   if (p.headDimV <= 256 || p.headDimV > 512) return cat("d_v = ", p.headDimV, " is outside the sm90 forward's 257..512");
+  if (p.headDimV % 16 != 0) return cat("d_v = ", p.headDimV, " is not a multiple of 16");
   if (p.headDimQk % 16 != 0 || p.headDimQk > kMaxHeadDimQk) {
     return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 up to ", kMaxHeadDimQk);
   }

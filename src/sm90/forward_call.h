@@ -14,8 +14,8 @@
 
 namespace ffpa::sm90 {
 
-// Why the kernel cannot compute `problem` (empty when it can): d_v outside 257..512 or d_qk above
-// 576 (shared memory), strides or pointers TMA cannot address, lengths beyond 2^31.
+// Why the kernel cannot compute `problem` (empty when it can): d_v outside 257..512 or not a
+// multiple of 16, d_qk above 576 (shared memory), strides TMA cannot address, lengths beyond 2^31.
 std::string forwardRefusal(const AttentionProblem& problem);
 
 // The d_v of the instance that serves `headDimV`: the next multiple of 64.

@@ -1,6 +1,7 @@
-// The sm80 forward kernels on a GPU, through the public API. The default policy must plan an
-// "sm80.forward" kernel wherever one applies; its results are measured against float64 attention,
-// with the cuBLASLt reference path on the same inputs as the yardstick of what 16-bit inputs allow:
+// The fast forward kernels on a GPU, through the public API: the sm80 kernels, which the default
+// policy must plan wherever one applies, and the sm90 kernel (FFPA_POLICY_HOPPER_KERNELS) on
+// compute capability 9.0. Their results are measured against float64 attention, with the
+// cuBLASLt reference path on the same inputs as the yardstick of what 16-bit inputs allow:
 //   - a covering design over head dims 32-1024 (and d_qk != d_v), sequence tails, both causal
 //     alignments, MHA/GQA/MQA, packed and padded layouts, both dtypes and every fp16 accumulator;
 //   - every value of every kernel knob: a setting is either refused with a message that names
@@ -29,7 +30,9 @@ namespace {
 
 // --- Plans and builds ----------------------------------------------------------------------------
 
-constexpr const char* kFastKernelPrefix = "sm80.forward";
+// The fast forward kernels: mma.sync (sm_80 and newer) and, on compute capability 9.0 for
+// d_v 257..512, TMA + wgmma (sm_90a).
+constexpr const char* kFastKernelPrefixes[] = {"sm80.forward", "sm90.forward"};
 
 // The descriptors of one forward call; `lse` is null when the LSE is not wanted.
 struct ForwardDescriptors {
@@ -67,13 +70,14 @@ std::string planned_kernel(const Handle& handle, const ForwardDescriptors& d) {
 }
 
 bool is_fast_kernel(const std::string& kernel) {
-  return kernel.rfind(kFastKernelPrefix, 0) == 0;
+  return std::any_of(std::begin(kFastKernelPrefixes), std::end(kFastKernelPrefixes),
+                     [&](const char* prefix) { return kernel.rfind(prefix, 0) == 0; });
 }
 
 // CHECKs that `kernel` is a fast one; false (after the failed CHECK) when it is not.
 bool check_fast_kernel(const std::string& context, const std::string& kernel) {
   CHECK_MESSAGE(is_fast_kernel(kernel),
-                context << ": planned " << kernel << ", not an " << kFastKernelPrefix << " kernel");
+                context << ": planned " << kernel << ", not a fast (sm80/sm90) forward kernel");
   return is_fast_kernel(kernel);
 }
 
@@ -273,14 +277,16 @@ std::vector<FastCase> shape_matrix() {
   return cases;
 }
 
-// A handle per accumulator mode (the default policy otherwise) and one on the reference path.
+// A handle per accumulator mode (the default policy otherwise, with the Hopper kernels when
+// `hopper`) and one on the reference path.
 class Handles {
  public:
-  Handles() {
+  explicit Handles(bool hopper = false) {
     reference_.set_policy(FFPA_POLICY_REFERENCE_BACKEND, 1);
     for (int mode = FFPA_ACCUMULATOR_QK_F16; mode <= FFPA_ACCUMULATOR_F16; ++mode) {
       fast_[mode].set_policy(FFPA_POLICY_ACCUMULATOR, mode);
     }
+    for (Handle& fast : fast_) fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, hopper ? 1 : 0);
   }
   const Handle& fast(ffpaAccumulator_t accumulator) const { return fast_[accumulator]; }
   const Handle& reference() const { return reference_; }
@@ -637,16 +643,44 @@ TEST_CASE("sm80 forward: the same call twice gives the same bits") {
   }
 }
 
-TEST_CASE("sm80 forward: element offsets past 2^31 (sampled rows against float64)") {
-  // BNHD fp16: Q and O hold 257 x 4096 x 16 x 128 = 2^31 + 2^23 elements, so every row of the last
-  // batch starts past 2^31 elements (4 GiB). Two 16-bit tensors that large take 8 GiB between
-  // them; K and V (GQA, 1000 keys) and the LSE add 0.3 GiB. Too large for the float64 attention of
-  // the whole problem, and for host-generated inputs: periodic inputs, sampled rows.
-  const ProblemConfig config =
-      make_config(attention_shape(257, 16, 2, 4096, 1000, 128, 128, CausalMask::top_left),
-                  DType::float16, LayoutKind::bnhd, 0.0);
+// Whether the current GPU has compute capability 9.0 (the sm_90a kernels' only target).
+bool hopper_device() {
+  int device = 0;
+  cudaDeviceProp props{};
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
+  return props.major == 9 && props.minor == 0;
+}
+
+// Whether the build compiled sm_90a code ("...; architectures 80,90a; ...").
+bool hopper_compiled() {
+  const std::string info = ffpaGetBuildInfo();
+  const size_t start = info.find("architectures ");
+  if (start == std::string::npos) return false;
+  const std::string archs = "," + info.substr(start + 14, info.find(';', start) - start - 14) + ",";
+  return archs.find(",90a,") != std::string::npos;
+}
+
+// hopper_device() and hopper_compiled(), and a MESSAGE saying why not.
+bool hopper_runs_here() {
+  if (!hopper_compiled()) {
+    MESSAGE("not run: this build compiles no sm_90a code");
+    return false;
+  }
+  if (!hopper_device()) {
+    MESSAGE("not run: the GPU is not of compute capability 9.0");
+    return false;
+  }
+  return true;
+}
+
+constexpr const char* kHopperPrefix = "sm90.forward";
+
+// Runs `config` (fp16, Q and O past 2^31 elements) and checks sampled rows against float64.
+// Too large for the float64 attention of the whole problem, and for host-generated inputs:
+// periodic inputs, sampled rows. `hopper`: with the Hopper kernels, which must serve it.
+void check_large_offsets(const ProblemConfig& config, uint64_t start, bool hopper = false) {
   const AttentionProblem& p = config.problem;  // with the default scale
-  const uint64_t start = 45000;
   const std::string context =
       config.to_string() + ", inputs from Random(" + std::to_string(start) + ")";
   INFO(context);
@@ -669,8 +703,10 @@ TEST_CASE("sm80 forward: element offsets past 2^31 (sampled rows against float64
   const ForwardDescriptors d{attention.get(), q_desc.get(), k_desc.get(),
                              v_desc.get(),    o_desc.get(), lse_desc.get()};
   Handle fast;
+  fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, hopper ? 1 : 0);
   const std::string kernel = planned_kernel(fast, d);
   if (!check_fast_kernel(context, kernel)) return;
+  if (hopper) REQUIRE_MESSAGE(kernel.rfind(kHopperPrefix, 0) == 0, context << ": planned " << kernel);
   size_t workspace_bytes = 0;
   check(ffpaGetAttentionForwardWorkspaceSize(fast.get(), d.attention, d.q, d.k, d.v, d.o, d.lse,
                                              &workspace_bytes),
@@ -713,6 +749,100 @@ TEST_CASE("sm80 forward: element offsets past 2^31 (sampled rows against float64
   const Bounds bounds = fast_bounds(DType::float16, FFPA_ACCUMULATOR_F32, rounding);
   check_o(checked, actual.o, exact.o, bounds);
   check_lse(checked, actual.lse, exact.lse, bounds);
+}
+
+TEST_CASE("fast forward: element offsets past 2^31 (sampled rows against float64)") {
+  // BNHD fp16: Q and O hold 257 x 4096 x 16 x 128 = 2^31 + 2^23 elements, so every row of the last
+  // batch starts past 2^31 elements (4 GiB). Two 16-bit tensors that large take 8 GiB between
+  // them; K and V (GQA, 1000 keys) and the LSE add 0.3 GiB.
+  check_large_offsets(make_config(attention_shape(257, 16, 2, 4096, 1000, 128, 128, CausalMask::top_left),
+                                  DType::float16, LayoutKind::bnhd, 0.0),
+                      45000);
+}
+
+// --- The Hopper kernel (FFPA_POLICY_HOPPER_KERNELS) ----------------------------------------------
+
+TEST_CASE("sm90 forward: d_v 257-512 across tails, masks, head groups, layouts and dtypes") {
+  if (!hopper_runs_here()) return;
+  Handles handles(true);
+  Workspace workspace;
+  std::vector<FastCase> cases;
+  for (FastCase fast_case : shape_matrix()) {
+    const int64_t dim_v = fast_case.test.config.problem.dim_v;
+    if (dim_v <= 256 || dim_v > 512) continue;
+    fast_case.accumulator = FFPA_ACCUMULATOR_F32;  // the other modes are the mma.sync kernels'
+    cases.push_back(fast_case);
+  }
+  // d_v that are not whole 64-column blocks, d_qk != d_v both ways, one query row, many KV tiles.
+  const struct {
+    int64_t b, hq, hkv, nq, nkv, dqk, dv;
+    CausalMask mask;
+    DType dtype;
+    LayoutKind layout;
+  } extra[] = {
+      {1, 2, 1, 130, 200, 288, 272, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
+      {2, 2, 2, 65, 65, 400, 464, CausalMask::top_left, DType::bfloat16, LayoutKind::bnhd},
+      {1, 3, 3, 1, 777, 512, 496, CausalMask::none, DType::bfloat16, LayoutKind::padded_aligned},
+      {1, 4, 1, 600, 600, 576, 512, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
+  };
+  uint64_t start = 46000;
+  for (const auto& e : extra) {
+    FastCase fast_case;
+    fast_case.test = {make_config(attention_shape(e.b, e.hq, e.hkv, e.nq, e.nkv, e.dqk, e.dv, e.mask), e.dtype,
+                                  e.layout, 0.0),
+                      true, start++};
+    fast_case.accumulator = FFPA_ACCUMULATOR_F32;
+    cases.push_back(fast_case);
+  }
+  int on_hopper = 0;
+  for (const FastCase& fast_case : cases) {
+    const std::string context = fast_case.to_string();
+    DeviceProblem problem(fast_case.test.config);
+    const std::string kernel =
+        planned_kernel(handles.fast(FFPA_ACCUMULATOR_F32), descriptors_of(problem, fast_case.test.with_lse));
+    // Every case above has TMA-addressable strides: the Hopper kernel must take it.
+    CHECK_MESSAGE(kernel.rfind(kHopperPrefix, 0) == 0, context << ": planned " << kernel);
+    if (kernel.rfind(kHopperPrefix, 0) != 0) continue;
+    ++on_hopper;
+    run_fast_case(handles, workspace, fast_case);
+  }
+  MESSAGE(on_hopper << " cases on the sm90 forward");
+  CHECK(on_hopper == static_cast<int>(cases.size()));
+}
+
+TEST_CASE("sm90 forward: the same call twice gives the same bits") {
+  if (!hopper_runs_here()) return;
+  const TestCase test{make_config(attention_shape(2, 4, 2, 333, 517, 576, 512, CausalMask::bottom_right),
+                                  DType::bfloat16, LayoutKind::bnhd, 0.0),
+                      true, 46100};
+  Handle fast;
+  fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+  Workspace workspace;
+  const std::string context = test.to_string();
+  DeviceProblem problem(test.config);
+  problem.fill_inputs(test.start);
+  const std::string kernel = planned_kernel(fast, descriptors_of(problem, true));
+  REQUIRE_MESSAGE(kernel.rfind(kHopperPrefix, 0) == 0, context << ": planned " << kernel);
+  problem.forward(fast, workspace, true);
+  const HostTensor first_o = problem.o.host;
+  const HostTensor first_lse = problem.lse.host;
+  const CpuForward exact = cpu_forward(problem);
+  const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
+  check_fast_outputs(context, problem, true, exact, fast_bounds(test.config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+  problem.forward(fast, workspace, true);  // poisons the outputs first
+  CHECK_MESSAGE(std::memcmp(first_o.data(), problem.o.host.data(), first_o.size_bytes()) == 0,
+                context << ": O differs between two runs");
+  CHECK_MESSAGE(std::memcmp(first_lse.data(), problem.lse.host.data(), first_lse.size_bytes()) == 0,
+                context << ": LSE differs between two runs");
+}
+
+TEST_CASE("sm90 forward: element offsets past 2^31 (sampled rows against float64)") {
+  if (!hopper_runs_here()) return;
+  // The TMA maps step over batches and heads with 64-bit byte strides, the output with 64-bit
+  // element offsets: 65 x 1024 x 64 x 512 = 2^31 + 2^25 elements in Q and O (4.1 GB each).
+  check_large_offsets(make_config(attention_shape(65, 64, 8, 1024, 700, 512, 512, CausalMask::bottom_right),
+                                  DType::float16, LayoutKind::bnhd, 0.0),
+                      45100, true);
 }
 
 TEST_SUITE_END();

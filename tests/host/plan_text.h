@@ -4,6 +4,7 @@
 
 #include "test_support.h"
 
+#include <cstring>
 #include <string>
 
 namespace ffpa_test {
@@ -21,15 +22,20 @@ inline std::string planLine(const std::string& text, const std::string& key) {
   return text.substr(from, text.find('\n', from) - from);
 }
 
-inline Described describeForward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
+inline Described describeForward(const Handle& h, ffpaTensorDescriptor_t q, ffpaTensorDescriptor_t k,
+                                 ffpaTensorDescriptor_t v, ffpaTensorDescriptor_t o, ffpaTensorDescriptor_t lse,
+                                 ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
   Attention attn(causal);
   size_t length = 0;
-  const ffpaStatus_t status =
-      ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, nullptr, 0, &length);
+  const ffpaStatus_t status = ffpaDescribeAttentionForwardPlan(h, attn, q, k, v, o, lse, nullptr, 0, &length);
   if (status != FFPA_STATUS_SUCCESS) return {status, "", "", lastError()};
   std::string text(length, '\0');
-  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, p.q, p.k, p.v, p.o, p.lse, text.data(), length + 1, nullptr));
+  REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, q, k, v, o, lse, text.data(), length + 1, nullptr));
   return {status, planLine(text, "kernel"), planLine(text, "config"), text};
+}
+
+inline Described describeForward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
+  return describeForward(h, p.q, p.k, p.v, p.o, p.lse, causal);
 }
 
 inline Described describeBackward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
@@ -60,6 +66,7 @@ inline ffpaDeviceDesc_t describedA100() {
   d.smCount = 108;
   d.sharedMemPerBlockOptin = 163 * 1024;
   d.sharedMemPerSm = 164 * 1024;
+  std::strncpy(d.name, "Described A100", sizeof d.name - 1);
   return d;
 }
 

@@ -1,4 +1,5 @@
-// The plans of the sm80 forward kernels on described devices: which instance and which launch
+// The plans of the sm80 forward kernels on described devices (an A100 unless noted: on an H100 the
+// sm90 kernel serves d_v 257..512, see test_sm90_plans.cpp): which instance and which launch
 // configuration each knob leads to, and the knob combinations that fail with a reason.
 #include "plan_text.h"
 #include "test_support.h"
@@ -22,7 +23,7 @@ const Problem& small() {
 
 TEST_CASE("the defaults of seed 000 pick the fast kernel with its default configuration") {
   REQUIRE_COMPILED(128, 256, 320, 512);
-  Handle h;
+  Handle h(describedA100());
   const Described d = describeForward(h, large());
   REQUIRE(d.status == FFPA_STATUS_SUCCESS);
   CHECK(d.kernel == "sm80.forward.f16.d512.acc_f32");
@@ -41,7 +42,7 @@ TEST_CASE("the defaults of seed 000 pick the fast kernel with its default config
 
 TEST_CASE("each accumulator mode runs its own instance; bf16 accumulates in fp32 only") {
   REQUIRE_COMPILED(128, 256, 320, 512);
-  Handle h;
+  Handle h(describedA100());
   const std::pair<ffpaAccumulator_t, const char*> modes[] = {
       {FFPA_ACCUMULATOR_F32, ".acc_f32"}, {FFPA_ACCUMULATOR_QK_F16, ".acc_qk_f16"},
       {FFPA_ACCUMULATOR_PV_F16, ".acc_pv_f16"}, {FFPA_ACCUMULATOR_F16, ".acc_f16"}};
@@ -57,7 +58,7 @@ TEST_CASE("each accumulator mode runs its own instance; bf16 accumulates in fp32
 
 TEST_CASE("every pipeline and layout knob shows in the plan") {
   REQUIRE_COMPILED(128, 256, 320, 512);
-  Handle h;
+  Handle h(describedA100());
   const std::string base = describeForward(h, large()).config;
   struct Flip {
     ffpaPolicyKnob_t knob;
@@ -74,7 +75,7 @@ TEST_CASE("every pipeline and layout knob shows in the plan") {
   };
   for (const Flip& flip : flips) {
     CAPTURE(flip.after);
-    Handle flipped;
+    Handle flipped(describedA100());
     const int32_t value = has(flip.before, "=1") || has(flip.before, "swizzle") ? 0 : 1;
     flipped.set<int32_t>(flip.knob, value);
     const Described d = describeForward(flipped, large());
@@ -84,7 +85,7 @@ TEST_CASE("every pipeline and layout knob shows in the plan") {
     CHECK(d.kernel == "sm80.forward.f16.d512.acc_f32");
   }
   // Sharing one ring between Q/K and V steps needs less shared memory.
-  Handle shared;
+  Handle shared(describedA100());
   shared.set<int32_t>(FFPA_POLICY_QKV_SMEM_SHARE, 1);
   auto smem = [](const std::string& config) { return std::stol(config.substr(config.find("smem=") + 5)); };
   CHECK(smem(describeForward(shared, large()).config) < smem(base));
@@ -103,7 +104,7 @@ TEST_CASE("every pipeline and layout knob shows in the plan") {
 
 TEST_CASE("persisting Q and K/V follows the knobs within seed 000's head-dim bounds") {
   REQUIRE_COMPILED(128, 256, 320, 512);
-  Handle h;
+  Handle h(describedA100());
   const Problem d320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
   CHECK_HAS(describeForward(h, d320).config, "persist_q=1");  // d_qk <= 320
   CHECK_HAS(describeForward(h, large()).config, "persist_q=0");  // d_qk = 512: not persisted
@@ -117,7 +118,7 @@ TEST_CASE("persisting Q and K/V follows the knobs within seed 000's head-dim bou
 
 TEST_CASE("fragment knobs select their compiled instance or fail naming the knob") {
   REQUIRE_COMPILED(128, 256, 320, 512);
-  Handle h;
+  Handle h(describedA100());
   h.set<int32_t>(FFPA_POLICY_REGISTERS_PIPE_KV, 1);
   CHECK(describeForward(h, large()).kernel == "sm80.forward.f16.d512.acc_f32.pipe_kv");
   h.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_QK_F16);
@@ -125,14 +126,14 @@ TEST_CASE("fragment knobs select their compiled instance or fail naming the knob
   CHECK(notCompiled.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(notCompiled.text, "FFPA_POLICY_REGISTERS_PIPE_KV=1");
 
-  Handle q;
+  Handle q(describedA100());
   q.set<int32_t>(FFPA_POLICY_PERSIST_Q_S2R, 1);
   CHECK(describeForward(q, small()).kernel == "sm80.forward.f16.d128.acc_f32.q_s2r.v_s2r");
   const Described tooLarge = describeForward(q, large());
   CHECK(tooLarge.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(tooLarge.text, "FFPA_POLICY_PERSIST_Q_S2R=1 needs d_qk <= 128");
 
-  Handle v;
+  Handle v(describedA100());
   v.set<int32_t>(FFPA_POLICY_PERSIST_V_S2R, 0);
   CHECK(describeForward(v, small()).kernel == "sm80.forward.f16.d128.acc_f32");
   // Large head dims split V's columns over warps: the knob is for the small-d kernel only.
@@ -158,7 +159,7 @@ TEST_CASE("knobs left at their defaults give way to the device's shared memory; 
 
 TEST_CASE("problems outside the fast kernels' domain go to the reference, saying why") {
   REQUIRE_COMPILED(128, 256, 320, 512);
-  Handle h;
+  Handle h(describedA100());
   const Problem fp32(FFPA_DATA_TYPE_FLOAT32, 1, 2, 2, 64, 64, 128, 128);
   CHECK(describeForward(h, fp32).kernel == "reference.cublaslt.forward");
   const Described odd = describeForward(h, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 2, 2, 64, 64, 72, 72));
@@ -175,7 +176,7 @@ TEST_CASE("problems outside the fast kernels' domain go to the reference, saying
 TEST_CASE("huge batch x heads switches the default grid layout, an explicit one fails") {
   REQUIRE_COMPILED(128, 256, 320, 512);
   const Problem many(FFPA_DATA_TYPE_FLOAT16, 512, 256, 256, 64, 64, 128, 128);  // B*H = 131072
-  Handle h;
+  Handle h(describedA100());
   const std::string config = describeForward(h, many).config;
   CHECK_HAS(config, "grid=(N/Br,H,B)");
   CHECK_HAS(config, "grid=dnhb(B*H>65535)");

@@ -1,5 +1,6 @@
 // The plan cache through the public API: what is a hit, LRU eviction, capacity, clearing, and
 // many threads planning on one handle at once.
+#include "plan_text.h"
 #include "test_support.h"
 
 #include <atomic>
@@ -147,7 +148,7 @@ TEST_CASE("many threads plan on one handle while its capacity and policies chang
 }
 
 TEST_CASE("a plan explains itself: problem, kernel, config, workspace") {
-  Handle h;
+  Handle h(describedA100());
   Attention attn(FFPA_CAUSAL_TOP_LEFT);
   Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 2, 300, 300, 576, 512);
   size_t length = 0;

@@ -1,4 +1,4 @@
-// Tuned configs in plans, through the public API on a described H100: a file in
+// Tuned configs in plans of the sm80 kernels, through the public API on a described A100: a file in
 // FFPA_POLICY_TUNED_CONFIG_DIR sets the launch parameters its entry names, forward and backward;
 // knobs the caller set win; FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG and a missing or malformed
 // file leave the built-in defaults; values a kernel cannot take are ignored.
@@ -24,7 +24,7 @@ class ConfigDirectory {
     std::filesystem::create_directories(path_);
   }
   ~ConfigDirectory() { std::filesystem::remove_all(path_); }
-  void write(const std::string& text) const { std::ofstream(path_ / "Described_H100.json") << text; }
+  void write(const std::string& text) const { std::ofstream(path_ / "Described_A100.json") << text; }
   std::string path() const { return path_.string(); }
 
  private:
@@ -36,7 +36,7 @@ void setDirectory(Handle& h, const std::string& dir) {
 }
 
 std::string fileWith(const std::string& entries) {
-  return R"({"schema_version": 1, "device": {"name": "Described H100", "compute_capability": "9.0"},
+  return R"({"schema_version": 1, "device": {"name": "Described A100", "compute_capability": "8.0"},
              "autotune_mode": "fast", "entries": [)" + entries + "]}";
 }
 
@@ -58,13 +58,13 @@ TEST_CASE("tuned configs: a device file sets the launch parameters of the entry 
   REQUIRE_COMPILED(512);
   ConfigDirectory dir("picks");
   dir.write(fileWith(std::string(kForwardEntry) + "," + kBackwardEntry));
-  Handle h;
+  Handle h(describedA100());
   setDirectory(h, dir.path());
   // Nq = Nkv = 3000 takes the 4096 entry.
   const Described forward = describeForward(h, problem());
   REQUIRE(forward.status == FFPA_STATUS_SUCCESS);
   for (const char* part : {"stages=1", "qk_step=32", "v_step=64", "prefetch=0",
-                           "tuned(Described_H100.json: forward fp16 d=512 Nq=4096 Nkv=4096)"}) {
+                           "tuned(Described_A100.json: forward fp16 d=512 Nq=4096 Nkv=4096)"}) {
     CHECK_HAS(forward.config, part);
   }
   const Described backward = describeBackward(h, problem());
@@ -80,7 +80,7 @@ TEST_CASE("tuned configs: knobs the caller set win; the skip knob and bad files 
   REQUIRE_COMPILED(512);
   ConfigDirectory dir("precedence");
   dir.write(fileWith(kForwardEntry));
-  Handle set;
+  Handle set(describedA100());
   setDirectory(set, dir.path());
   set.set<int32_t>(FFPA_POLICY_STAGES, 2);
   set.set<int32_t>(FFPA_POLICY_PREFETCH_QKV, 1);
@@ -89,7 +89,7 @@ TEST_CASE("tuned configs: knobs the caller set win; the skip knob and bad files 
   CHECK_HAS(config, "prefetch=1");
   CHECK_HAS(config, "qk_step=32");  // no knob: the tuned value
 
-  Handle skipping;
+  Handle skipping(describedA100());
   setDirectory(skipping, dir.path());
   skipping.set<int32_t>(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1);
   const std::string defaults = describeForward(skipping, problem()).config;
@@ -99,7 +99,7 @@ TEST_CASE("tuned configs: knobs the caller set win; the skip knob and bad files 
   // A malformed file, a file of entries this build cannot use: defaults (and a warning).
   ConfigDirectory broken("broken");
   broken.write("{not json");
-  Handle b;
+  Handle b(describedA100());
   setDirectory(b, broken.path());
   CHECK(describeForward(b, problem()).status == FFPA_STATUS_SUCCESS);
   CHECK_LACKS(describeForward(b, problem()).config, "tuned(");
@@ -107,7 +107,7 @@ TEST_CASE("tuned configs: knobs the caller set win; the skip knob and bad files 
   ConfigDirectory odd("odd-values");
   odd.write(fileWith(R"({"direction": "forward", "kernel": "sm80.forward", "dtype": "fp16", "head_dim": 512,
     "seqlen_q": 4096, "seqlen_kv": 4096, "config": {"stages": 9, "qk_step": 24, "v_step": 32, "tiles": 3}})"));
-  Handle o;
+  Handle o(describedA100());
   setDirectory(o, odd.path());
   const std::string partly = describeForward(o, problem()).config;
   CHECK_HAS(partly, "tuned(");

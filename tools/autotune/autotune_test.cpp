@@ -144,6 +144,9 @@ TEST_CASE("ffpa-autotune: the worker pool runs every task once, one at a time pe
         if (task.headDim == 256 && task.seqQ == 1024 && task.causal && task.direction == "backward") {
           throw std::runtime_error("out of memory");
         }
+        if (task.headDim == 512 && task.seqQ == 2048 && !task.causal && task.direction == "forward") {
+          throw NothingToTune("plain kernel");
+        }
         ffpa::tuning::TunedEntry e;
         e.direction = task.direction;
         e.headDim = e.headDimV = task.headDim;
@@ -162,8 +165,15 @@ TEST_CASE("ffpa-autotune: the worker pool runs every task once, one at a time pe
   CHECK_FALSE(overlapped);
   CHECK(ranOn.size() == 3);  // every GPU worked
   REQUIRE(results.size() == 36);
-  int failed = 0;
+  int failed = 0, untunable = 0;
   for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].untunable.empty()) {
+      ++untunable;
+      CHECK_FALSE(results[i].ok);
+      CHECK(results[i].untunable == "plain kernel");
+      CHECK(results[i].error.empty());
+      continue;
+    }
     if (!results[i].ok) {
       ++failed;
       CHECK(results[i].error == "out of memory");
@@ -175,6 +185,7 @@ TEST_CASE("ffpa-autotune: the worker pool runs every task once, one at a time pe
     CHECK(results[i].entry.config.at("stages") == results[i].device);
   }
   CHECK(failed == 1);
+  CHECK(untunable == 1);
   std::vector<size_t> expected(36);
   for (size_t i = 0; i < 36; ++i) expected[i] = i + 1;
   CHECK(progressDone == expected);
@@ -212,6 +223,13 @@ TEST_CASE("ffpa-autotune: progress, summary and the file of a run") {
   CHECK(table.find("1.25x") != std::string::npos);
   CHECK(table.find("FAILED: out of memory") != std::string::npos);
   CHECK(table.find("2 tasks, 1 tuned, 1 failed; mean speedup over the built-in defaults 1.25x") != std::string::npos);
+  TaskResult plain;
+  plain.untunable = "sm90.forward.bf16.d512 has no launch parameters to tune";
+  plain.device = 0;
+  CHECK(progressLine(1, 3, 1.0, t, plain).find(", not tunable)") != std::string::npos);
+  const std::string withPlain = summaryTable({t, t, t}, {r, failure, plain});
+  CHECK(withPlain.find("not tunable: sm90.forward.bf16.d512 has no launch parameters") != std::string::npos);
+  CHECK(withPlain.find("3 tasks, 1 tuned, 1 not tunable, 1 failed") != std::string::npos);
 
   const Options o = parse({"--directions", "backward"});
   const ffpa::tuning::TunedFile file =

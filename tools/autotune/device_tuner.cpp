@@ -1,5 +1,7 @@
 #include "device_tuner.h"
 
+#include "worker_pool.h"
+
 #include "core/handle.h"
 
 #include <cuda_runtime.h>
@@ -30,6 +32,26 @@ Owned<ffpaTensorStruct> tensor(ffpaDataType_t dtype, std::initializer_list<int64
   check(ffpaSetTensorDescriptor(desc, dtype, static_cast<int32_t>(extents.size()), extents.data(), nullptr),
         "ffpaSetTensorDescriptor");
   return owned;
+}
+
+// The "kernel: " line of the task's plan description.
+std::string plannedKernel(ffpaHandle_t h, ffpaAttentionDescriptor_t attn, const Task& task, ffpaTensorDescriptor_t q,
+                          ffpaTensorDescriptor_t kv, ffpaTensorDescriptor_t lse) {
+  std::vector<char> text(4096);
+  size_t length = 0;
+  if (task.direction == "forward") {
+    check(ffpaDescribeAttentionForwardPlan(h, attn, q, kv, kv, q, lse, text.data(), text.size(), &length),
+          "ffpaDescribeAttentionForwardPlan");
+  } else {
+    check(ffpaDescribeAttentionBackwardPlan(h, attn, q, kv, kv, q, q, lse, q, kv, kv, text.data(), text.size(),
+                                            &length),
+          "ffpaDescribeAttentionBackwardPlan");
+  }
+  const std::string description(text.data());
+  const size_t start = description.find("\nkernel: ");
+  if (start == std::string::npos) return "an unnamed kernel";
+  const size_t from = start + 9;
+  return description.substr(from, description.find('\n', from) - from);
 }
 
 }  // namespace
@@ -91,7 +113,11 @@ ffpa::tuning::TunedEntry tuneOnDevice(const Task& task, int device, const std::s
   }
   const auto entries = ffpa::contextOf(raw).tunedEntries();
   if (entries.empty()) {
-    throw std::runtime_error("no kernel of this build tunes " + task.label() + " (the reference path serves it)");
+    const std::string kernel = plannedKernel(raw, attnRaw, task, q.get(), kv.get(), lse.get());
+    if (kernel.rfind("reference", 0) == 0) {
+      throw std::runtime_error("no kernel of this build tunes " + task.label() + " (" + kernel + " serves it)");
+    }
+    throw NothingToTune(kernel + " has no launch parameters to tune");
   }
   return *entries.back();
 }

@@ -125,7 +125,9 @@ int tune(const Options& o) {
   const ffpa::tuning::TunedFile file = runFile(info, o, headDims, seqlens, results);
   if (!writeFile(path, ffpa::tuning::serializeTunedFile(file), o.overwrite)) return kExitFailed;
   std::cout << "wrote " << file.entries.size() << " entries to " << path.string() << "\n";
-  return file.entries.size() == tasks.size() ? 0 : kExitFailed;
+  const auto untunable = std::count_if(results.begin(), results.end(),
+                                       [](const TaskResult& r) { return !r.untunable.empty(); });
+  return file.entries.size() + size_t(untunable) == tasks.size() ? 0 : kExitFailed;
 }
 
 }  // namespace

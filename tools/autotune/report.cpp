@@ -43,18 +43,23 @@ std::string progressLine(size_t done, size_t total, double elapsedSeconds, const
   std::ostringstream line;
   line << bar << " " << done << "/" << total << "  " << formatDuration(elapsedSeconds) << ", ETA "
        << formatDuration(eta) << "  " << last.label() << " (" << fixed(result.seconds, 1) << " s"
-       << (result.ok ? "" : ", FAILED") << ")";
+       << (result.ok ? "" : result.untunable.empty() ? ", FAILED" : ", not tunable") << ")";
   return line.str();
 }
 
 std::string summaryTable(const std::vector<Task>& tasks, const std::vector<TaskResult>& results) {
   std::vector<std::vector<std::string>> rows = {
       {"task", "best config", "ms", "default ms", "speedup", "GPU"}};
-  int failed = 0;
+  int failed = 0, untunable = 0;
   double gainSum = 0.0;
   int gains = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TaskResult& r = results[i];
+    if (!r.untunable.empty()) {
+      ++untunable;
+      rows.push_back({tasks[i].label(), "not tunable: " + r.untunable, "-", "-", "-", std::to_string(r.device)});
+      continue;
+    }
     if (!r.ok) {
       ++failed;
       rows.push_back({tasks[i].label(), "FAILED: " + r.error, "-", "-", "-", std::to_string(r.device)});
@@ -81,7 +86,9 @@ std::string summaryTable(const std::vector<Task>& tasks, const std::vector<TaskR
     }
     table << line << "\n";
   }
-  table << tasks.size() << " tasks, " << tasks.size() - failed << " tuned, " << failed << " failed";
+  table << tasks.size() << " tasks, " << tasks.size() - failed - untunable << " tuned, ";
+  if (untunable > 0) table << untunable << " not tunable, ";
+  table << failed << " failed";
   if (gains > 0) table << "; mean speedup over the built-in defaults " << fixed(gainSum / gains, 2) << "x";
   table << "\n";
   return table.str();

@@ -20,7 +20,7 @@ std::string formatDuration(double seconds);
 std::string progressLine(size_t done, size_t total, double elapsedSeconds, const Task& last, const TaskResult& result);
 
 // One row per task: the task, the winning config, its time, the built-in defaults' time, the
-// speedup, the GPU; failures with their reason. Ends with a line of totals.
+// speedup, the GPU; failures and untunable tasks with their reason. Ends with a line of totals.
 std::string summaryTable(const std::vector<Task>& tasks, const std::vector<TaskResult>& results);
 
 // The device and run a file describes.

@@ -22,6 +22,8 @@ std::vector<TaskResult> runTasks(const std::vector<Task>& tasks, const std::vect
       try {
         result.entry = tune(tasks[i], device);
         result.ok = true;
+      } catch (const NothingToTune& e) {
+        result.untunable = e.what();
       } catch (const std::exception& e) {
         result.error = e.what();
       }

@@ -7,6 +7,7 @@
 #include "tuning/tuned_config.h"
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,19 @@ struct TaskResult {
   bool ok = false;
   ffpa::tuning::TunedEntry entry;  // when ok
   std::string error;               // when not
+  // When the kernel that serves the task has no launch parameters to tune (not a failure): why.
+  std::string untunable;
   int device = -1;
   double seconds = 0.0;
 };
 
-// Tunes one task on one GPU; throws std::exception for a failure, which the pool records.
+// Thrown by a TuneTask whose task is served by a kernel with nothing to tune.
+struct NothingToTune : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Tunes one task on one GPU; throws NothingToTune, or std::exception for a failure, which the
+// pool records.
 using TuneTask = std::function<ffpa::tuning::TunedEntry(const Task& task, int device)>;
 
 // Called after each task, from the worker that ran it, one call at a time.

@@ -29,6 +29,7 @@ const (
 	KnobRegistersPipeKV           Knob = C.FFPA_POLICY_REGISTERS_PIPE_KV
 	KnobLaunchGridDNHB            Knob = C.FFPA_POLICY_LAUNCH_GRID_DNHB
 	KnobStages                    Knob = C.FFPA_POLICY_STAGES
+	KnobHopperKernels             Knob = C.FFPA_POLICY_HOPPER_KERNELS
 	KnobAutotune                  Knob = C.FFPA_POLICY_AUTOTUNE
 	KnobAutotuneMode              Knob = C.FFPA_POLICY_AUTOTUNE_MODE
 	KnobTunedConfigDir            Knob = C.FFPA_POLICY_TUNED_CONFIG_DIR

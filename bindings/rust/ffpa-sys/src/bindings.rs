@@ -657,6 +657,16 @@ impl ffpaPolicyKnob {
     pub const FFPA_POLICY_STAGES: ffpaPolicyKnob = ffpaPolicyKnob(12);
 }
 impl ffpaPolicyKnob {
+    #[doc = " Bool, default 0 (experimental until it has been validated on Hopper GPUs): 1 runs the"]
+    #[doc = "  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512, d_qk"]
+    #[doc = "  up to 576, fp16 and bf16) on compute capability 9.0 where it applies. The `mma.sync`"]
+    #[doc = "  kernels serve the rest, and everything when any other kernel knob except"]
+    #[doc = "  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape"]
+    #[doc = "  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:"]
+    #[doc = "  `ENABLE_FFPA_HOPPER_KERNELS`."]
+    pub const FFPA_POLICY_HOPPER_KERNELS: ffpaPolicyKnob = ffpaPolicyKnob(13);
+}
+impl ffpaPolicyKnob {
     #[doc = " Bool, default 0: tune launch configs at run time, once per problem and process."]
     #[doc = "  Environment: `FFPA_AUTOTUNE`."]
     pub const FFPA_POLICY_AUTOTUNE: ffpaPolicyKnob = ffpaPolicyKnob(100);
@@ -729,7 +739,8 @@ impl ffpaPolicyKnob {
 #[doc = " their names or numbers; an empty variable counts as unset."]
 #[doc = ""]
 #[doc = " Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails"]
-#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced. The"]
+#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced (see"]
+#[doc = " #FFPA_POLICY_HOPPER_KERNELS for how they choose between the Hopper and `mma.sync` kernels). The"]
 #[doc = " backward kernels follow #FFPA_POLICY_STAGES, #FFPA_POLICY_PREFETCH_QKV,"]
 #[doc = " #FFPA_POLICY_QKV_SMEM_SHARE, #FFPA_POLICY_PERSIST_Q_G2S (Q and dO rows of the dQ kernel) and"]
 #[doc = " #FFPA_POLICY_LAUNCH_GRID_DNHB; the other kernel knobs concern the forward only, and gradients"]
@@ -745,7 +756,8 @@ pub struct ffpaPolicyKnob(pub ::std::os::raw::c_uint);
 #[doc = " their names or numbers; an empty variable counts as unset."]
 #[doc = ""]
 #[doc = " Kernel knobs choose among compiled kernels: a combination no compiled kernel offers fails"]
-#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced. The"]
+#[doc = " with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION instead of being silently replaced (see"]
+#[doc = " #FFPA_POLICY_HOPPER_KERNELS for how they choose between the Hopper and `mma.sync` kernels). The"]
 #[doc = " backward kernels follow #FFPA_POLICY_STAGES, #FFPA_POLICY_PREFETCH_QKV,"]
 #[doc = " #FFPA_POLICY_QKV_SMEM_SHARE, #FFPA_POLICY_PERSIST_Q_G2S (Q and dO rows of the dQ kernel) and"]
 #[doc = " #FFPA_POLICY_LAUNCH_GRID_DNHB; the other kernel knobs concern the forward only, and gradients"]

@@ -61,6 +61,9 @@ knobs! {
     LAUNCH_GRID_DNHB = FFPA_POLICY_LAUNCH_GRID_DNHB,
     /// Int32 0-4, default 0 (the planner chooses): cp.async pipeline stages (env `FFPA_STAGES`).
     STAGES = FFPA_POLICY_STAGES,
+    /// Bool, default false (experimental): on compute capability 9.0, run the Hopper (TMA +
+    /// wgmma) forward kernel where it applies (env `ENABLE_FFPA_HOPPER_KERNELS`).
+    HOPPER_KERNELS = FFPA_POLICY_HOPPER_KERNELS,
     /// Bool, default false: tune launch configs at run time (env `FFPA_AUTOTUNE`).
     AUTOTUNE = FFPA_POLICY_AUTOTUNE,
     /// Enum [`AutotuneMode`], default `Fast` (env `FFPA_AUTOTUNE_MODE`).

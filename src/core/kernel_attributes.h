@@ -1,9 +1,9 @@
-// CUDA function attributes the sm80 kernels need before their first launch on a device.
+// CUDA function attributes the fast kernels need before their first launch on a device.
 #pragma once
 
 #include "core/device.h"
 
-namespace ffpa::sm80 {
+namespace ffpa {
 
 // Lets `kernel` launch with up to the device's opt-in dynamic shared memory per block. The
 // attribute belongs to the function, not to a plan: setting it to the largest value once covers
@@ -11,4 +11,4 @@ namespace ffpa::sm80 {
 // need more). Throws ffpa::Error naming `what` when the device refuses.
 void allowDynamicSharedMemory(const void* kernel, const DeviceInfo& device, const char* what);
 
-}  // namespace ffpa::sm80
+}  // namespace ffpa

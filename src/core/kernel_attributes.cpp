@@ -1,11 +1,11 @@
-#include "sm80/kernel_attributes.h"
+#include "core/kernel_attributes.h"
 
 #include "core/cuda_check.h"
 #include "core/error.h"
 
 #include <cuda_runtime.h>
 
-namespace ffpa::sm80 {
+namespace ffpa {
 
 void allowDynamicSharedMemory(const void* kernel, const DeviceInfo& device, const char* what) {
   checkCuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -13,4 +13,4 @@ void allowDynamicSharedMemory(const void* kernel, const DeviceInfo& device, cons
             cat("cudaFuncSetAttribute(", what, ")").c_str(), FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH);
 }
 
-}  // namespace ffpa::sm80
+}  // namespace ffpa

@@ -1,0 +1,156 @@
+#include "sm90/forward_variant.h"
+
+#include "sm90/forward_call.h"
+#include "sm90/forward_instances.h"
+#include "sm90/tensor_map_encoding.h"
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "core/kernel_attributes.h"
+#include "core/launch_grid.h"
+
+#include "ffpa_build_config.h"
+
+#include <cuda_runtime.h>
+
+namespace ffpa::sm90 {
+namespace {
+
+const ForwardInstanceList& instances() {
+#if FFPA_BUILD_SM90
+  return forwardInstances();
+#else
+  static const ForwardInstanceList none;
+  return none;
+#endif
+}
+
+const ForwardInstance* findInstance(const AttentionProblem& problem) {
+  const int headDimV = instanceHeadDimV(problem.headDimV);
+  for (const ForwardInstance& instance : instances()) {
+    if (instance.headDimV == headDimV && instance.dtype == problem.dtype) return &instance;
+  }
+  return nullptr;
+}
+
+// The knobs of seed 000 that shape the mma.sync kernels only (the grid layout is honoured here).
+// A value other than the default asks for those kernels.
+constexpr ffpaPolicyKnob_t kMmaSyncKnobs[] = {
+    FFPA_POLICY_ACCUMULATOR,     FFPA_POLICY_PREFETCH_QKV,    FFPA_POLICY_QKV_SMEM_SHARE,
+    FFPA_POLICY_SMEM_SWIZZLE_Q,  FFPA_POLICY_SMEM_SWIZZLE_K,  FFPA_POLICY_SMEM_SWIZZLE_V,
+    FFPA_POLICY_PERSIST_Q_G2S,   FFPA_POLICY_PERSIST_KV_G2S,  FFPA_POLICY_PERSIST_Q_S2R,
+    FFPA_POLICY_PERSIST_V_S2R,   FFPA_POLICY_REGISTERS_PIPE_KV, FFPA_POLICY_STAGES,
+};
+
+std::string mmaSyncKnobSet(const Policy& policy) {
+  for (const ffpaPolicyKnob_t knob : kMmaSyncKnobs) {
+    const KnobSpec& spec = knobSpec(knob);
+    const int64_t value = policy.value(knob);
+    if (value != spec.defaultValue) {
+      const std::string shown = spec.type == FFPA_POLICY_TYPE_ENUM ? knobValueName(knob, value) : cat(value);
+      return cat(spec.name, "=", shown, " is a knob of the mma.sync kernels");
+    }
+  }
+  return {};
+}
+
+class ForwardPlan final : public PlanPayload {
+ public:
+  ForwardPlan(const ForwardInstance& instance, bool gridDnhb) : instance_(instance), gridDnhb_(gridDnhb) {}
+
+  void launch(const LaunchArgs& args) const override {
+    const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_);
+    ForwardParams p;
+    static_cast<ForwardArguments&>(p) = call.arguments;
+    p.qMap = encodeTensorMap(call.q);
+    p.kMap = encodeTensorMap(call.k);
+    p.vMap = encodeTensorMap(call.v);
+    void* arguments[] = {&p};
+    checkCuda(cudaLaunchKernel(instance_.kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
+                               arguments, p.sharedBytes, static_cast<cudaStream_t>(args.stream)),
+              "the sm90 forward kernel launch");
+  }
+
+ private:
+  const ForwardInstance& instance_;  // an element of the process-wide instance list
+  bool gridDnhb_;
+};
+
+// The shared memory of the instance's layout for `problem`.
+uint32_t sharedBytesOf(const AttentionProblem& problem) {
+  ForwardArguments a{};
+  a.headDimQk = static_cast<int32_t>(problem.headDimQk);
+  a.headDimV = static_cast<int32_t>(problem.headDimV);
+  return forwardLayout(a);
+}
+
+// What the planner decided, or why not.
+struct Resolution {
+  Support support;
+  const ForwardInstance* instance = nullptr;
+  bool gridDnhb = false;
+  std::string notes;  // adaptations of knobs left at their defaults
+};
+
+Resolution refusal(Support why) {
+  Resolution d;
+  d.support = std::move(why);
+  return d;
+}
+
+Resolution resolve(const PlanRequest& r) {
+  const AttentionProblem& problem = r.problem;
+  const auto notApplicable = [](std::string why) { return refusal(Support::notApplicable(std::move(why))); };
+  if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
+  if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
+  if (!compiled()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
+  if (std::string why = forwardRefusal(problem); !why.empty()) return notApplicable(std::move(why));
+  Resolution d;
+  d.instance = findInstance(problem);
+  if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
+  if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
+  const uint32_t shared = sharedBytesOf(problem);
+  if (shared > r.device.sharedMemPerBlockOptin) {
+    return notApplicable(cat("needs ", shared, " bytes of shared memory per block; the device allows ",
+                             r.device.sharedMemPerBlockOptin));
+  }
+  uint32_t grid[3];
+  const int64_t tiles = (problem.seqQ + kRows - 1) / kRows;
+  if (auto why = chooseGrid(r.policy, tiles, problem.batch, problem.headsQ, d.gridDnhb, grid, d.notes)) {
+    return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
+  }
+  return d;
+}
+
+Support supports(const PlanRequest& r) { return resolve(r).support; }
+
+Plan plan(const PlanRequest& r) {
+  const Resolution d = resolve(r);
+  const ForwardInstance& instance = *d.instance;
+  if (r.runtime != nullptr) {
+    // Once per plan, not per call: the execute path only launches.
+    allowDynamicSharedMemory(instance.kernel, r.device, "sm90 forward kernel");
+  }
+  Plan plan;
+  plan.kernel = instanceName(r.problem.dtype, instance.headDimV);
+  plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
+                    " columns=", consumer0Columns(instance.headDimV), "+", consumer1Columns(instance.headDimV),
+                    " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
+                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", d.notes);
+  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb);
+  return plan;
+}
+
+}  // namespace
+
+bool compiled() { return !instances().empty(); }
+
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV) {
+  return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV);
+}
+
+void registerForwardVariant(KernelRegistry& registry) {
+  registry.add({kForwardVariantName, Direction::Forward, 200, false, supports, plan, nullptr});
+}
+
+}  // namespace ffpa::sm90

@@ -1,0 +1,25 @@
+// The sm90 forward kernel (TMA + wgmma, kernels/sm90) as a kernel variant of the registry. With
+// FFPA_POLICY_HOPPER_KERNELS on, on compute capability 9.0 it comes before the mma.sync kernels
+// for the problems it serves, unless the caller set a knob only those kernels have (then they
+// run, honouring it).
+#pragma once
+
+#include "core/kernel_registry.h"
+
+#include <ffpa/ffpa.h>
+
+#include <string>
+
+namespace ffpa::sm90 {
+
+constexpr const char* kForwardVariantName = "sm90.forward";
+
+// "sm90.forward.bf16.d512": the variant, the element type and the instance's d_v.
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV);
+
+// Whether this build compiled the sm_90a kernels (build_arch contains 90a).
+bool compiled();
+
+void registerForwardVariant(KernelRegistry& registry);
+
+}  // namespace ffpa::sm90

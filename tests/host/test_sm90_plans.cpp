@@ -1,0 +1,187 @@
+// The plans of the sm90 forward kernel on described devices: with FFPA_POLICY_HOPPER_KERNELS on,
+// on compute capability 9.0 it serves d_v 257..512 (d_qk <= 576) in fp16 and bf16 before the
+// mma.sync kernels; elsewhere, or when the caller sets a knob only the mma.sync kernels have, the
+// plan says why it was passed over.
+#include "plan_text.h"
+#include "test_support.h"
+
+#include <string>
+#include <vector>
+
+using namespace ffpa_test;
+
+namespace {
+
+// Whether this build compiled sm_90a code (ffpaGetBuildInfo: "...; architectures 80,90a; ...").
+bool hopperCompiled() {
+  const std::string info = ffpaGetBuildInfo();
+  const size_t start = info.find("architectures ") + 14;
+  const std::string archs = "," + info.substr(start, info.find(';', start) - start) + ",";
+  return has(archs, ",90a,");
+}
+
+// The "skipped: sm90.forward: ..." line of a plan description ("" when there is none; the sm90
+// variant comes first, so its line is the first).
+std::string sm90Skip(const Described& d) {
+  const std::string line = planLine(d.text, "skipped");
+  return line.rfind("sm90.forward: ", 0) == 0 ? line : std::string();
+}
+
+// A handle on `device` with the Hopper kernels enabled.
+struct HopperHandle : Handle {
+  explicit HopperHandle(const ffpaDeviceDesc_t& device = describedH100()) : Handle(device) {
+    set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 1);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the Hopper kernels are off by default and say so") {
+  Handle h;
+  CHECK(h.get(FFPA_POLICY_HOPPER_KERNELS) == 0);
+  const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  const Described d = describeForward(h, p);
+  REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+  CHECK(d.kernel.rfind("sm80.forward", 0) == 0);
+  CHECK(sm90Skip(d) == "sm90.forward: FFPA_POLICY_HOPPER_KERNELS=0");
+  ScopedEnvironment on({{"ENABLE_FFPA_HOPPER_KERNELS", "1"}});
+  Handle fromEnvironment;
+  CHECK(fromEnvironment.get(FFPA_POLICY_HOPPER_KERNELS) == 1);
+}
+
+TEST_CASE("without sm_90a code the H100 plan says so and uses the mma.sync kernel") {
+  if (hopperCompiled()) {
+    MESSAGE("skipped: this build compiles sm_90a code");
+    return;
+  }
+  HopperHandle h;
+  const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  const Described d = describeForward(h, p);
+  REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+  CHECK_HAS(d.text, "skipped: sm90.forward: this build compiles no sm_90a code");
+}
+
+TEST_CASE("the sm90 forward serves d_v 257..512 on compute capability 9.0") {
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  HopperHandle h;
+  struct Case {
+    ffpaDataType_t dtype;
+    int64_t dqk, dv;
+    const char* kernel;
+  };
+  const Case cases[] = {
+      {FFPA_DATA_TYPE_FLOAT16, 512, 512, "sm90.forward.f16.d512"},
+      {FFPA_DATA_TYPE_BFLOAT16, 320, 320, "sm90.forward.bf16.d320"},
+      {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.forward.bf16.d512"},  // absorbed MLA
+      {FFPA_DATA_TYPE_FLOAT16, 384, 272, "sm90.forward.f16.d320"},
+      {FFPA_DATA_TYPE_FLOAT16, 448, 448, "sm90.forward.f16.d448"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.kernel);
+    const Problem p(c.dtype, 2, 8, 2, 1000, 777, c.dqk, c.dv);
+    for (const ffpaCausalMode_t causal : {FFPA_CAUSAL_NONE, FFPA_CAUSAL_TOP_LEFT, FFPA_CAUSAL_BOTTOM_RIGHT}) {
+      const Described d = describeForward(h, p, causal);
+      REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+      CHECK(d.kernel == c.kernel);
+      CHECK_HAS(d.config, "warpgroups=1+2 threads=384");
+      CHECK_HAS(d.config, "grid=(N/Br,B*H)");
+    }
+  }
+  const Problem p512(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  CHECK_HAS(describeForward(h, p512).config, "columns=256+256");
+  const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
+  CHECK_HAS(describeForward(h, p320).config, "columns=192+128");
+}
+
+TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels, saying why") {
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  REQUIRE_COMPILED(256, 512, 1024);
+  HopperHandle h;
+  struct Case {
+    int64_t dqk, dv;
+    const char* why;
+  };
+  const Case cases[] = {
+      {256, 256, "d_v = 256 is outside the sm90 forward's 257..512"},
+      {1024, 1024, "d_v = 1024 is outside"},
+      {640, 512, "d_qk = 640 is not a multiple of 16 up to 576"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.why);
+    const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 300, 300, c.dqk, c.dv);
+    const Described d = describeForward(h, p);
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel.rfind("sm80.forward", 0) == 0);
+    CHECK_HAS(sm90Skip(d), c.why);
+  }
+  // TMA steps over rows in multiples of 16 bytes: rows of 324 fp16 elements (648 bytes) are not.
+  const int64_t rows = 300, d = 320, padded = 324;
+  const std::vector<int64_t> strides = {4 * rows * padded, rows * padded, padded, 1};
+  const Tensor q(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}, strides), k(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}, strides),
+      v(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}, strides), o(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}),
+      lse(FFPA_DATA_TYPE_FLOAT32, {1, 4, rows});
+  const Described padded648 = describeForward(h, q, k, v, o, lse);
+  REQUIRE(padded648.status == FFPA_STATUS_SUCCESS);
+  CHECK(padded648.kernel.rfind("sm90", 0) != 0);
+  CHECK_HAS(sm90Skip(padded648), "strides (batch, head, row) that are positive multiples of 16 bytes");
+  // An Ampere device never gets sm_90a code.
+  HopperHandle a100(describedA100());
+  const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  const Described ampere = describeForward(a100, p);
+  CHECK(ampere.kernel == "sm80.forward.f16.d512.acc_f32");
+  CHECK_HAS(sm90Skip(ampere), "compute capability 9.0 only");
+  // Nor does a 9.0 device with too little shared memory for the tiles.
+  ffpaDeviceDesc_t small = describedH100();
+  small.sharedMemPerBlockOptin = 160 * 1024;
+  HopperHandle cramped(small);
+  CHECK_HAS(sm90Skip(describeForward(cramped, p)), "bytes of shared memory per block; the device allows 163840");
+}
+
+TEST_CASE("a knob of the mma.sync kernels asks for them; the grid layout is honoured by both") {
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  REQUIRE_COMPILED(512);
+  const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  struct Flip {
+    ffpaPolicyKnob_t knob;
+    int32_t value;
+    const char* message;
+  };
+  const Flip flips[] = {
+      {FFPA_POLICY_STAGES, 2, "FFPA_POLICY_STAGES=2 is a knob of the mma.sync kernels"},
+      {FFPA_POLICY_PREFETCH_QKV, 0, "FFPA_POLICY_PREFETCH_QKV=0"},
+      {FFPA_POLICY_SMEM_SWIZZLE_K, 0, "FFPA_POLICY_SMEM_SWIZZLE_K=0"},
+      {FFPA_POLICY_REGISTERS_PIPE_KV, 1, "FFPA_POLICY_REGISTERS_PIPE_KV=1"},
+      {FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_QK_F16, "FFPA_POLICY_ACCUMULATOR=qk_f16"},
+  };
+  for (const Flip& flip : flips) {
+    CAPTURE(flip.message);
+    HopperHandle h;
+    h.set<int32_t>(flip.knob, flip.value);
+    const Described d = describeForward(h, p);
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel.rfind("sm80.forward.f16.d512", 0) == 0);
+    CHECK_HAS(sm90Skip(d), flip.message);
+  }
+  // A knob set to its default value changes nothing.
+  HopperHandle same;
+  same.set<int32_t>(FFPA_POLICY_PREFETCH_QKV, 1);
+  CHECK(describeForward(same, p).kernel == "sm90.forward.f16.d512");
+  HopperHandle dnhb;
+  dnhb.set<int32_t>(FFPA_POLICY_LAUNCH_GRID_DNHB, 1);
+  const Described d = describeForward(dnhb, p);
+  CHECK(d.kernel == "sm90.forward.f16.d512");
+  CHECK_HAS(d.config, "grid=(N/Br,H,B)");
+  // The reference backend still wins when asked for.
+  HopperHandle reference;
+  reference.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);
+  CHECK(describeForward(reference, p).kernel.rfind("reference", 0) == 0);
+}

@@ -152,6 +152,10 @@ ThreadState& currentThread();
 void wait(Waiting what, Site site);
 // Makes a waiting thread runnable again, after the threads already queued.
 void release(Block& block, int thread);
+// Under a seeded schedule (Config::scheduleSeed), lets the scheduler run other threads before
+// the calling one goes on: where hardware would let other warps run between two operations of
+// this thread (after an mbarrier arrival, before a wgmma reads shared memory). Nothing otherwise.
+void yieldPoint(Site site);
 
 // Checks that [pointer, pointer + bytes) lies in one registered buffer and is `bytes`-aligned.
 void checkGlobal(const Block& block, const void* pointer, std::size_t bytes, const char* what, Site site);

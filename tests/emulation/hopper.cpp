@@ -154,6 +154,14 @@ void performCopy(Block& block, const TensorCopy& copy, uint32_t barrier, int64_t
   }
 }
 
+void arriveOnce(uint32_t barrier, Site site) {
+  Block& block = currentBlock();
+  MBarrier& state = mbarrierAt(barrier, site);
+  if (state.pending == 0) fail("mbarrier " + hex(barrier) + " gets more arrivals than its phase expects", site);
+  --state.pending;
+  checkPhase(block, state, barrier, site);
+}
+
 }  // namespace
 
 void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
@@ -171,6 +179,7 @@ void retireWgmmaGroups(int pending, Site site) {
   Block& block = currentBlock();
   ThreadState& thread = currentThread();
   if (!thread.openWgmma.empty()) fail("wgmmaWait with wgmma issued but not committed", site);
+  if (thread.committedWgmma.size() > static_cast<std::size_t>(pending)) yieldPoint(site);
   while (thread.committedWgmma.size() > static_cast<std::size_t>(pending)) {
     for (const Wgmma& op : thread.committedWgmma.front()) runWgmma(block, thread, op);
     thread.committedWgmma.pop_front();
@@ -200,20 +209,16 @@ void fenceBarrierInit() {}
 void fenceProxyAsync() {}
 void wgmmaFence() {}
 
+// No yield point after an arrival with expect_tx: its copies follow at once (see mbarrierWait).
 void mbarrierArriveExpectTx(uint32_t barrier, uint32_t bytes, emulation::Site site) {
   MBarrier& state = emulation::mbarrierAt(barrier, site);
   state.bytes += bytes;
-  mbarrierArrive(barrier, site);
+  emulation::arriveOnce(barrier, site);
 }
 
 void mbarrierArrive(uint32_t barrier, emulation::Site site) {
-  Block& block = emulation::currentBlock();
-  MBarrier& state = emulation::mbarrierAt(barrier, site);
-  if (state.pending == 0) {
-    emulation::fail("mbarrier " + emulation::hex(barrier) + " gets more arrivals than its phase expects", site);
-  }
-  --state.pending;
-  emulation::checkPhase(block, state, barrier, site);
+  emulation::arriveOnce(barrier, site);
+  emulation::yieldPoint(site);
 }
 
 void mbarrierWait(uint32_t barrier, int parity, emulation::Site site) {

@@ -4,8 +4,9 @@
 //
 // runs kernel(args...) once for every thread of every block of the grid. The threads of a block are
 // fibers on one CPU thread, switched only where a thread must wait (a warp collective or a
-// barrier); a thread runs until it waits, in thread-index order, which makes a run deterministic
-// and makes a missing barrier show up as a thread reading data its producer has not written yet.
+// barrier); a thread runs until it waits, in thread-index order (or in a seeded random order, see
+// Config::scheduleSeed), which makes a run deterministic and makes a missing barrier show up as a
+// thread reading data its producer has not written yet.
 // Blocks run concurrently on several CPU threads. As on the GPU, kernels take their parameters by
 // value, global memory as pointers, which must lie in the buffers that the Config registers.
 //
@@ -16,6 +17,7 @@
 #include "emulation/runtime.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <utility>
@@ -48,6 +50,11 @@ struct Config {
   int blockThreads;             // 1 .. 1024
   std::size_t sharedBytes;      // dynamic shared memory of each block
   std::vector<Buffer> buffers;  // every other global address is out of bounds
+  // 0: waiting threads resume in the order they became ready (thread-index order at the start).
+  // Otherwise the next thread to run is drawn from the ready ones with this seed (and the block
+  // index): other legal interleavings, still reproducible, for kernels whose warps hand data to
+  // each other through barriers a fixed order might satisfy by luck.
+  uint64_t scheduleSeed = 0;
 };
 
 // A kernel bug found by the emulator:

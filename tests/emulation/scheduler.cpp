@@ -111,11 +111,22 @@ std::string describeDeadlock(const Block& block) {
   return text;
 }
 
+// SplitMix64: the draws of a seeded schedule.
+uint64_t nextDraw(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 void runBlock(Block& block, Dim3 index) {
   block.reset(index);
   tBlock = &block;
+  const uint64_t seed = block.config.scheduleSeed;
+  uint64_t draws = seed ^ (uint64_t(index.x) << 42 ^ uint64_t(index.y) << 21 ^ uint64_t(index.z));
   for (;;) {
     while (!block.ready.empty()) {
+      if (seed != 0) std::swap(block.ready.front(), block.ready[nextDraw(draws) % block.ready.size()]);
       tThread = block.threads[block.ready.front()].get();
       block.ready.pop_front();
       tThread->fiber.resume();
@@ -234,6 +245,13 @@ void wait(Waiting what, Site site) {
 }
 
 void release(Block& block, int thread) { block.ready.push_back(thread); }
+
+void yieldPoint(Site site) {
+  Block& block = currentBlock();
+  if (block.config.scheduleSeed == 0) return;
+  release(block, currentThread().index);
+  wait(Waiting::Nothing, site);
+}
 
 std::string describe(Site site) { return std::string(site.file) + ":" + std::to_string(site.line); }
 

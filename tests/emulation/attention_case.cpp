@@ -13,6 +13,7 @@ std::string AttentionCase::toString() const {
   text << shape.to_string() << " " << ffpa_tools::dtype_name(dtype) << " "
        << ffpa_tools::layout_name(layout) << (withLse ? " lse" : " no-lse")
        << (device == PlannedDevice::hopper ? " sm90" : " sm80") << " start=" << start;
+  if (scheduleSeed != 0) text << " schedule=" << scheduleSeed;
   for (const auto& [knob, value] : knobs) {
     text << " " << ffpa::knobSpec(knob).name << "=" << ffpa::knobValueName(knob, value);
   }

@@ -34,6 +34,7 @@ struct AttentionCase {
   ffpa::tuning::LaunchConfig launchConfig;
   PlannedDevice device = PlannedDevice::hopper;
   uint64_t start = 1;  // of the random inputs
+  uint64_t scheduleSeed = 0;  // of every launch (emulation::Config::scheduleSeed; 0: fixed order)
 
   std::string toString() const;
 };

@@ -114,13 +114,17 @@ BackwardOutcome runBackward(const AttentionCase& c) {
   auto dims = [](const uint32_t (&grid)[3]) {
     return ffpa::emulation::Dim3{static_cast<int>(grid[0]), static_cast<int>(grid[1]), static_cast<int>(grid[2])};
   };
-  twin->rowStats({{static_cast<int>(launch.rowStatsGrid), 1, 1}, 32 * ffpa::sm80::kRowStatsWarps, 0, {stats}},
+  using ffpa::emulation::scheduled;
+  twin->rowStats(scheduled({{static_cast<int>(launch.rowStatsGrid), 1, 1}, 32 * ffpa::sm80::kRowStatsWarps, 0, {stats}},
+                           c.scheduleSeed),
                  params);
-  twin->queryGradient({dims(launch.queryGrid), launch.queryShape.threads(), params.queryLayout.sharedBytes,
-                       {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq)}},
+  twin->queryGradient(scheduled({dims(launch.queryGrid), launch.queryShape.threads(), params.queryLayout.sharedBytes,
+                                 {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq)}},
+                                c.scheduleSeed),
                       params);
-  twin->keyGradient({dims(launch.keyGrid), launch.keyShape.threads(), params.keyLayout.sharedBytes,
-                     {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv)}},
+  twin->keyGradient(scheduled({dims(launch.keyGrid), launch.keyShape.threads(), params.keyLayout.sharedBytes,
+                               {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv)}},
+                              c.scheduleSeed),
                     params);
   const std::vector<uint8_t> after[] = {bytesOf(q), bytesOf(k), bytesOf(v), bytesOf(o), bytesOf(dO), bytesOf(lse)};
   for (int i = 0; i < 6; ++i) {

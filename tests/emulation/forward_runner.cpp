@@ -86,7 +86,7 @@ ForwardOutcome runForward(const AttentionCase& c) {
   tensors.out = t.o.data();
   tensors.lseOut = static_cast<float*>(t.lse.data());
   const ffpa::sm80::ForwardParams params = ffpa::sm80::forwardCallParams(launch, problem, tensors);
-  const ffpa::emulation::Config config(
+  ffpa::emulation::Config config(
       {static_cast<int>(launch.grid[0]), static_cast<int>(launch.grid[1]),
        static_cast<int>(launch.grid[2])},
       launch.shape.threads(), params.sharedBytes,
@@ -95,6 +95,7 @@ ForwardOutcome runForward(const AttentionCase& c) {
        {v.data(), v.size_bytes()},
        {t.o.data(), t.o.size_bytes()},
        {t.lse.data(), t.lse.size_bytes()}});
+  config.scheduleSeed = c.scheduleSeed;
   const std::vector<uint8_t> inputs[] = {bytesOf(q), bytesOf(k), bytesOf(v)};
   twin->run(config, params);
   if (inputs[0] != bytesOf(q) || inputs[1] != bytesOf(k) || inputs[2] != bytesOf(v)) {

@@ -57,6 +57,12 @@ struct Config {
   uint64_t scheduleSeed = 0;
 };
 
+// `config` with `seed` as its scheduleSeed.
+inline Config scheduled(Config config, uint64_t seed) {
+  config.scheduleSeed = seed;
+  return config;
+}
+
 // A kernel bug found by the emulator:
 //   - a warp collective (ldmatrix, mma, shuffle) by a partial warp, or by lanes at different
 //     operations or call sites;

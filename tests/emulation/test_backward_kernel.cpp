@@ -2,7 +2,8 @@
 // library's own planner, against float64 attention with gradients and workspace poisoned: every
 // instance the build compiles; head dims 32 to 1024 with d_qk != d_v, tails, both causal
 // alignments, MHA/GQA/MQA, packed and padded layouts, both dtypes; the pipeline knobs; bit-identical
-// repeats. What this cannot show: speed, and races hidden by the emulator's fixed schedule.
+// repeats; shuffled thread schedules. What this cannot show: speed, and races that no schedule of
+// the emulator exposes.
 #include "backward_runner.h"
 #include "case_matrix.h"
 #include "common/error_metrics.h"
@@ -45,6 +46,27 @@ TEST_CASE("backward: every compiled instance computes the gradients") {
     ++index;
   }
   MESSAGE(index << " instances run");
+}
+
+TEST_CASE("backward: every instance computes the same gradients under shuffled thread schedules") {
+  int index = 0;
+  for (const EmulatedBackwardInstance& instance : emulatedBackwardInstances()) {
+    const ffpa::sm80::BackwardInstance& i = instance.described;
+    AttentionCase c;
+    c.dtype = i.dtype == FFPA_DATA_TYPE_FLOAT16 ? DType::float16 : DType::bfloat16;
+    c.shape = problem(1, 2, 1, 90, 70, i.headDim, i.headDim, kMasks[(index + 1) % 3]);
+    c.layout = kLayouts[(index + 1) % 3];
+    c.start = 400 + index;
+    c.scheduleSeed = 21 + index;
+    try {
+      checkBackward(c, runBackward(c));
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << e.what());
+    }
+    ++index;
+  }
+  CHECK(index > 0);
+  MESSAGE(index << " instances run under shuffled schedules");
 }
 
 TEST_CASE("backward: the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {

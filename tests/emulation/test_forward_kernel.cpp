@@ -1,8 +1,9 @@
 // The sm80 forward kernels on the CPU warp emulator, planned by the library's own planner, against
 // float64 attention with outputs poisoned: every instance the build compiles; the head-dim matrix
 // (d_v below the instance's, d_qk != d_v) with tails, both causal alignments, MHA/GQA/MQA, packed
-// and padded layouts, both dtypes; every value of every pipeline knob. What this cannot show:
-// speed, and races that the emulator's fixed schedule hides (racecheck on a GPU covers those).
+// and padded layouts, both dtypes; every value of every pipeline knob; shuffled thread schedules.
+// What this cannot show: speed, and races that no schedule of the emulator exposes (racecheck on a
+// GPU covers those).
 #include "case_matrix.h"
 #include "emulated_kernels.h"
 #include "forward_runner.h"
@@ -60,6 +61,27 @@ TEST_CASE("every compiled instance is planned by its knobs and computes attentio
     ++index;
   }
   MESSAGE(index << " instances run");
+}
+
+TEST_CASE("the fp32-accumulator instances compute the same attention under shuffled thread schedules") {
+  // Warps hand tiles to each other through barriers and cp.async groups only: any order in which
+  // the emulator resumes waiting threads is one the GPU may take.
+  int index = 0;
+  for (const EmulatedForwardInstance& instance : emulatedForwardInstances()) {
+    const ffpa::sm80::ForwardInstance& i = instance.described;
+    if (i.accumulator != FFPA_ACCUMULATOR_F32 || i.pipeKv || i.qInRegisters) continue;
+    AttentionCase c;
+    c.dtype = i.dtype == FFPA_DATA_TYPE_FLOAT16 ? DType::float16 : DType::bfloat16;
+    c.knobs = {{FFPA_POLICY_PERSIST_V_S2R, i.vInRegisters}};
+    c.shape = problem(1, 2, 1, 70, 130, i.headDimV, i.headDimV, kMasks[index % 3]);
+    c.layout = kLayouts[index % 3];
+    c.start = 300 + index;
+    c.scheduleSeed = 11 + index;
+    runExpecting(c, ffpa::sm80::instanceName(i));
+    ++index;
+  }
+  CHECK(index > 0);
+  MESSAGE(index << " instances run under shuffled schedules");
 }
 
 TEST_CASE("the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {

@@ -54,6 +54,11 @@ std::string mmaSyncKnobSet(const Policy& policy) {
   return {};
 }
 
+// The kernel takes its parameters by value (the maps as __grid_constant__ CUtensorMaps, which
+// must stay 64-byte aligned): within the 4 KiB of kernel parameters of every CUDA 12 driver.
+static_assert(sizeof(ForwardParams) <= 4096, "sm90 forward parameters exceed 4 KiB");
+static_assert(alignof(ForwardParams) % 64 == 0, "CUtensorMap parameters must be 64-byte aligned");
+
 class ForwardPlan final : public PlanPayload {
  public:
   ForwardPlan(const ForwardInstance& instance, bool gridDnhb) : instance_(instance), gridDnhb_(gridDnhb) {}

@@ -33,7 +33,11 @@ PFN_cuTensorMapEncodeTiled_v12000 driverEncoder() {
   static cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSuccess;
   std::call_once(once, [] {
     void* function = nullptr;
+#if CUDART_VERSION >= 12050
     error = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found);
+#else  // CUDA 12.0 - 12.4: the unversioned lookup (the ABI of the CUDA version built against)
+    error = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &function, cudaEnableDefault, &found);
+#endif
     if (error == cudaSuccess && found == cudaDriverEntryPointSuccess) {
       encoder = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
     } else {

@@ -34,7 +34,7 @@ std::string knobText(ffpaPolicyKnob_t knob) { return std::to_string(static_cast<
 ffpaPolicyKnob_t takeKnob(ByteReader& in) {
   const auto& specs = ffpa::knobSpecs();
   switch (in.takeIndex(8)) {
-    case 0: return static_cast<ffpaPolicyKnob_t>(in.pick({14, 99, 104, 199, 204, 302, 0x7ffffffe, 0x7fffffff}));
+    case 0: return static_cast<ffpaPolicyKnob_t>(in.pick({15, 99, 104, 199, 204, 302, 0x7ffffffe, 0x7fffffff}));
     case 1: return in.takeEnum<ffpaPolicyKnob_t>();
     default: return specs[in.takeIndex(specs.size())].knob;
   }

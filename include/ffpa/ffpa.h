@@ -520,6 +520,14 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:
    *  `ENABLE_FFPA_HOPPER_KERNELS`. */
   FFPA_POLICY_HOPPER_KERNELS = 13,
+  /** Int32 0-8, default 0: in the Hopper forward's softmax, of every 8 exponentials (`exp2`) of
+   *  a row's scores, how many a degree-3 FMA polynomial computes instead of the special-function
+   *  unit (relative error below 1e-4; fully masked keys still give exactly 0), which moves work
+   *  to the FMA pipes when the special-function unit limits the kernel. A value other than 0
+   *  needs the Hopper forward (#FFPA_POLICY_HOPPER_KERNELS on compute capability 9.0): a forward
+   *  another kernel serves fails with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION. The backward
+   *  ignores it. Environment: `FFPA_EXP2_EMULATION`. */
+  FFPA_POLICY_EXP2_EMULATION = 14,
 
   /* --- Tuned configs (values 100-199) --- */
   /** Bool, default 0: tune launch configs at run time, once per problem and process.

@@ -12,6 +12,7 @@
 //   C 16x8  (fp16x2)     c[0] = C[group][2q..2q+1]      c[1] = C[group+8][2q..2q+1]
 #pragma once
 
+#include "common/exp2_polynomial.h"
 #include "common/platform.cuh"
 
 #include <cstdint>
@@ -117,6 +118,18 @@ FFPA_DEVICE float exp2Approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+}
+
+// 2^x for x <= 0 on the FMA pipes (seed 004's exp2 emulation): 2^x = 2^n * 2^f with n = floor(x)
+// and f in [0, 1), 2^f by the polynomial of common/exp2_polynomial.h, 2^n added to the exponent
+// bits. x < -126 (and -inf) gives exactly 0, as a masked score must; NaN stays NaN (the
+// conversion of NaN to an integer gives 0).
+FFPA_DEVICE float exp2Polynomial(float x) {
+  const float n = floorf(x);
+  const float f = x - n;
+  const float p = fmaf(fmaf(fmaf(kExp2C3, f, kExp2C2), f, kExp2C1), f, 1.0f);
+  const float scaled = __uint_as_float(__float_as_uint(p) + (static_cast<uint32_t>(static_cast<int>(n)) << 23));
+  return x < kExp2SmallestExponent ? 0.0f : scaled;
 }
 
 // log2(x) by the special-function unit (lg2.approx.ftz; log2(0) = -inf).

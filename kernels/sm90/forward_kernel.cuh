@@ -168,6 +168,9 @@ struct ForwardKernel {
 
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------
 
+  // kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0), a separate copy so
+  // that the default path carries no test of p.exp2Emulated per exponential.
+  template <bool kMayEmulate>
   static FFPA_DEVICE void consume0(const ForwardParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
     const int qkSteps = p.headDimQk / 16;
@@ -225,7 +228,12 @@ struct ForwardKernel {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& value = score[4 * j + 2 * half + e];
-            value = exp2Approx(value - base);
+            // Column group j of 8: emulated when j < exp2Emulated (a warp-uniform branch).
+            if (kMayEmulate && j < p.exp2Emulated) {
+              value = exp2Polynomial(value - base);
+            } else {
+              value = exp2Approx(value - base);
+            }
             tileSum += value;
           }
         }
@@ -325,7 +333,11 @@ struct ForwardKernel {
       if (threadIndex() == 0 && at.tiles > 0) produce(p, s, at);
     } else if (warpgroup == 1) {
       increaseRegisters<kConsumerRegisters>();
-      consume0(p, s, at);
+      if (p.exp2Emulated > 0) {
+        consume0<true>(p, s, at);
+      } else {
+        consume0<false>(p, s, at);
+      }
     } else {
       increaseRegisters<kConsumerRegisters>();
       consume1(p, s, at);

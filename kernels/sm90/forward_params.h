@@ -60,6 +60,9 @@ struct ForwardArguments {
   int64_t causalOffset;
   float scaleLog2;    // softmax scale * log2(e)
   int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
+  // Of every 8 score exponentials of a row (a thread's 8 column groups), how many exp2Polynomial
+  // computes instead of the special-function unit: 0..8 (FFPA_POLICY_EXP2_EMULATION).
+  int32_t exp2Emulated;
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t qOffset;

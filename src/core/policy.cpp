@@ -59,6 +59,9 @@ const std::array<KnobSpec, kKnobCount> kSpecs = {{
   {FFPA_POLICY_HOPPER_KERNELS, "FFPA_POLICY_HOPPER_KERNELS", kBool, 0, 1, 0, "0",
    "ENABLE_FFPA_HOPPER_KERNELS", kBoolNames, "",
    "On compute capability 9.0, run the Hopper (TMA + wgmma) forward kernel where it applies (experimental: off by default until validated on Hopper GPUs).", true},
+  {FFPA_POLICY_EXP2_EMULATION, "FFPA_POLICY_EXP2_EMULATION", FFPA_POLICY_TYPE_INT32, 0, 8, 0, "0",
+   "FFPA_EXP2_EMULATION", "", "",
+   "Of every 8 softmax exponentials of the Hopper forward, how many an FMA polynomial computes instead of the special-function unit.", true},
   // --- Tuned configs ---
   {FFPA_POLICY_AUTOTUNE, "FFPA_POLICY_AUTOTUNE", kBool, 0, 1, 0, "0",
    "FFPA_AUTOTUNE", kBoolNames, "",

@@ -75,6 +75,12 @@ ForwardResolution resolveForward(const PlanRequest& r) {
     return refuse(notApplicable(cat("no instance is compiled for d_v=", problem.headDimV,
                                     " (compiled head dims: ", FFPA_BUILD_HEADDIMS, ")")));
   }
+  if (const int64_t emulated = policy.value(FFPA_POLICY_EXP2_EMULATION); emulated != 0) {
+    return refuse(rejected(cat("FFPA_POLICY_EXP2_EMULATION=", emulated,
+                               " needs the Hopper forward (FFPA_POLICY_HOPPER_KERNELS=1 on compute capability "
+                               "9.0, d_v 257..512); the mma.sync kernels compute every exp2 on the "
+                               "special-function unit: set it to 0")));
+  }
   ForwardLaunch d;
   d.shape = forwardShape(headDimV);
   const bool smallShape = d.shape.colWarps == 1;

@@ -74,7 +74,8 @@ std::string forwardRefusal(const AttentionProblem& p) {
   return {};
 }
 
-ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb) {
+ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
+                                int exp2Emulated) {
   ForwardCall call{};
   ForwardArguments& a = call.arguments;
   a.o = tensors.out;
@@ -87,6 +88,7 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
   a.gridDnhb = gridDnhb;
+  a.exp2Emulated = exp2Emulated;
   forwardLayout(a);
   call.q = mapOf(tensors.q, 2, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = mapOf(tensors.k, 2, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);

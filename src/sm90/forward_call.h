@@ -28,7 +28,8 @@ struct ForwardCall {
 };
 
 // The arguments of one call. Pointers are used as they are (device pointers, or host pointers on
-// the emulator).
-ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb);
+// the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8).
+ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
+                                int exp2Emulated = 0);
 
 }  // namespace ffpa::sm90

@@ -61,10 +61,11 @@ static_assert(alignof(ForwardParams) % 64 == 0, "CUtensorMap parameters must be 
 
 class ForwardPlan final : public PlanPayload {
  public:
-  ForwardPlan(const ForwardInstance& instance, bool gridDnhb) : instance_(instance), gridDnhb_(gridDnhb) {}
+  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated)
+      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated) {}
 
   void launch(const LaunchArgs& args) const override {
-    const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_);
+    const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -79,6 +80,7 @@ class ForwardPlan final : public PlanPayload {
  private:
   const ForwardInstance& instance_;  // an element of the process-wide instance list
   bool gridDnhb_;
+  int exp2Emulated_;
 };
 
 // The shared memory of the instance's layout for `problem`.
@@ -131,6 +133,7 @@ Support supports(const PlanRequest& r) { return resolve(r).support; }
 
 Plan plan(const PlanRequest& r) {
   const Resolution d = resolve(r);
+  const int exp2Emulated = static_cast<int>(r.policy.value(FFPA_POLICY_EXP2_EMULATION));
   const ForwardInstance& instance = *d.instance;
   if (r.runtime != nullptr) {
     // Once per plan, not per call: the execute path only launches.
@@ -141,8 +144,9 @@ Plan plan(const PlanRequest& r) {
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
                     " columns=", consumer0Columns(instance.headDimV), "+", consumer1Columns(instance.headDimV),
                     " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
-                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", d.notes);
-  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb);
+                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
+                    d.notes);
+  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated);
   return plan;
 }
 

@@ -836,6 +836,37 @@ TEST_CASE("sm90 forward: the same call twice gives the same bits") {
                 context << ": LSE differs between two runs");
 }
 
+TEST_CASE("sm90 forward: exp2 emulated for 4 and 8 of every 8 column groups is as accurate") {
+  if (!hopper_runs_here()) return;
+  // The bounds of the special-function unit's exp2: the polynomial (8.6e-5 relative) must fit.
+  const TestCase tests[] = {
+      {make_config(attention_shape(1, 4, 2, 300, 700, 512, 512, CausalMask::bottom_right), DType::bfloat16,
+                   LayoutKind::bhnd, 0.0),
+       true, 46200},
+      {make_config(attention_shape(2, 2, 1, 257, 193, 320, 320, CausalMask::top_left), DType::float16,
+                   LayoutKind::bnhd, 0.0),
+       true, 46201},
+  };
+  Workspace workspace;
+  for (const int emulated : {4, 8}) {
+    Handle fast;
+    fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+    fast.set_policy(FFPA_POLICY_EXP2_EMULATION, emulated);
+    for (const TestCase& test : tests) {
+      const std::string context = test.to_string() + ", exp2 emulated " + std::to_string(emulated) + "/8";
+      DeviceProblem problem(test.config);
+      problem.fill_inputs(test.start);
+      const std::string kernel = planned_kernel(fast, descriptors_of(problem, true));
+      REQUIRE_MESSAGE(kernel.rfind(kHopperPrefix, 0) == 0, context << ": planned " << kernel);
+      problem.forward(fast, workspace, true);
+      const CpuForward exact = cpu_forward(problem);
+      const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
+      check_fast_outputs(context, problem, true, exact,
+                         fast_bounds(test.config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+    }
+  }
+}
+
 TEST_CASE("sm90 forward: element offsets past 2^31 (sampled rows against float64)") {
   if (!hopper_runs_here()) return;
   // The TMA maps step over batches and heads with 64-bit byte strides, the output with 64-bit

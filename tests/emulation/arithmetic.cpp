@@ -1,8 +1,11 @@
 // element.cuh's conversions and ptx.cuh's special functions, on the host.
 #include "common/half_precision.h"  // tools/common: round-to-nearest-even fp16 and bf16
+#include "common/exp2_polynomial.h"
 #include "emulation/runtime.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace ffpa::kernels {
 inline namespace emulated {
@@ -48,6 +51,22 @@ float exp2Approx(float x) {
 }
 
 float log2Approx(float x) { return static_cast<float>(std::log2(double{flushSubnormal(x)})); }
+
+float exp2Polynomial(float x) {
+  const float n = std::floor(x);
+  const float f = x - n;
+  const float p = std::fma(std::fma(std::fma(kExp2C3, f, kExp2C2), f, kExp2C1), f, 1.0f);
+  // cvt.rzi.s32.f32: NaN gives 0, out-of-range values saturate; the shifted exponent wraps.
+  const double d = n;
+  const int32_t exponent = std::isnan(d) ? 0 : d >= 2147483647.0 ? INT32_MAX
+                                          : d <= -2147483648.0 ? INT32_MIN : static_cast<int32_t>(d);
+  uint32_t bits;
+  std::memcpy(&bits, &p, 4);
+  bits += static_cast<uint32_t>(exponent) << 23;
+  float scaled;
+  std::memcpy(&scaled, &bits, 4);
+  return x < kExp2SmallestExponent ? 0.0f : scaled;
+}
 
 }  // namespace emulated
 }  // namespace ffpa::kernels

@@ -129,6 +129,8 @@ void blockBarrier(emulation::Site site = emulation::Site::here());
 // hardware's flush of subnormal inputs and results to zero.
 float exp2Approx(float x);
 float log2Approx(float x);
+// The same operations as on the GPU (fma in single rounding, NaN converted to the integer 0).
+float exp2Polynomial(float x);
 
 void storeGlobal32(void* global, uint32_t value, emulation::Site site = emulation::Site::here());
 void storeGlobalF32(float* global, float value, emulation::Site site = emulation::Site::here());

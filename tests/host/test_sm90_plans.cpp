@@ -185,3 +185,30 @@ TEST_CASE("a knob of the mma.sync kernels asks for them; the grid layout is hono
   reference.set<int32_t>(FFPA_POLICY_REFERENCE_BACKEND, 1);
   CHECK(describeForward(reference, p).kernel.rfind("reference", 0) == 0);
 }
+
+TEST_CASE("exp2 emulation: a knob of the Hopper forward, refused by name elsewhere") {
+  const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  Handle plain;
+  CHECK(plain.get(FFPA_POLICY_EXP2_EMULATION) == 0);
+  plain.set<int32_t>(FFPA_POLICY_EXP2_EMULATION, 4);
+  const Described refused = describeForward(plain, p);
+  CHECK(refused.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+  CHECK_HAS(refused.text, "FFPA_POLICY_EXP2_EMULATION=4 needs the Hopper forward");
+  CHECK(describeBackward(plain, p).status == FFPA_STATUS_SUCCESS);  // the backward ignores it
+  int32_t nine = 9;
+  CHECK_FAILS_WITH(ffpaSetPolicy(plain, FFPA_POLICY_EXP2_EMULATION, &nine, sizeof nine),
+                   FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "FFPA_POLICY_EXP2_EMULATION", "0 to 8");
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  HopperHandle h;
+  CHECK_HAS(describeForward(h, p).config, "exp2_emulated=0/8");
+  h.set<int32_t>(FFPA_POLICY_EXP2_EMULATION, 8);
+  const Described emulated = describeForward(h, p);
+  CHECK(emulated.kernel == "sm90.forward.bf16.d512");
+  CHECK_HAS(emulated.config, "exp2_emulated=8/8");
+  // A problem the Hopper kernel does not serve fails rather than losing the knob.
+  const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
+  CHECK(describeForward(h, small).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+}

@@ -30,6 +30,7 @@ const (
 	KnobLaunchGridDNHB            Knob = C.FFPA_POLICY_LAUNCH_GRID_DNHB
 	KnobStages                    Knob = C.FFPA_POLICY_STAGES
 	KnobHopperKernels             Knob = C.FFPA_POLICY_HOPPER_KERNELS
+	KnobExp2Emulation             Knob = C.FFPA_POLICY_EXP2_EMULATION
 	KnobAutotune                  Knob = C.FFPA_POLICY_AUTOTUNE
 	KnobAutotuneMode              Knob = C.FFPA_POLICY_AUTOTUNE_MODE
 	KnobTunedConfigDir            Knob = C.FFPA_POLICY_TUNED_CONFIG_DIR

@@ -667,6 +667,16 @@ impl ffpaPolicyKnob {
     pub const FFPA_POLICY_HOPPER_KERNELS: ffpaPolicyKnob = ffpaPolicyKnob(13);
 }
 impl ffpaPolicyKnob {
+    #[doc = " Int32 0-8, default 0: in the Hopper forward's softmax, of every 8 exponentials (`exp2`) of"]
+    #[doc = "  a row's scores, how many a degree-3 FMA polynomial computes instead of the special-function"]
+    #[doc = "  unit (relative error below 1e-4; fully masked keys still give exactly 0), which moves work"]
+    #[doc = "  to the FMA pipes when the special-function unit limits the kernel. A value other than 0"]
+    #[doc = "  needs the Hopper forward (#FFPA_POLICY_HOPPER_KERNELS on compute capability 9.0): a forward"]
+    #[doc = "  another kernel serves fails with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION. The backward"]
+    #[doc = "  ignores it. Environment: `FFPA_EXP2_EMULATION`."]
+    pub const FFPA_POLICY_EXP2_EMULATION: ffpaPolicyKnob = ffpaPolicyKnob(14);
+}
+impl ffpaPolicyKnob {
     #[doc = " Bool, default 0: tune launch configs at run time, once per problem and process."]
     #[doc = "  Environment: `FFPA_AUTOTUNE`."]
     pub const FFPA_POLICY_AUTOTUNE: ffpaPolicyKnob = ffpaPolicyKnob(100);

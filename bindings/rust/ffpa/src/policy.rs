@@ -64,6 +64,9 @@ knobs! {
     /// Bool, default false (experimental): on compute capability 9.0, run the Hopper (TMA +
     /// wgmma) forward kernel where it applies (env `ENABLE_FFPA_HOPPER_KERNELS`).
     HOPPER_KERNELS = FFPA_POLICY_HOPPER_KERNELS,
+    /// Int32 0-8, default 0: of every 8 softmax exponentials of the Hopper forward, how many an
+    /// FMA polynomial computes (env `FFPA_EXP2_EMULATION`).
+    EXP2_EMULATION = FFPA_POLICY_EXP2_EMULATION,
     /// Bool, default false: tune launch configs at run time (env `FFPA_AUTOTUNE`).
     AUTOTUNE = FFPA_POLICY_AUTOTUNE,
     /// Enum [`AutotuneMode`], default `Fast` (env `FFPA_AUTOTUNE_MODE`).

@@ -21,10 +21,14 @@ std::optional<std::string> chooseGrid(const Policy& policy, int64_t tiles, int64
     return cat("grid layout ", dnhb ? "(N/Br, H, B) needs B and H" : "(N/Br, B*H) needs B*H",
                " <= 65535 (B=", batch, ", H=", heads, "); change FFPA_POLICY_LAUNCH_GRID_DNHB");
   }
+  gridExtents(tiles, batch, heads, dnhb, grid);
+  return std::nullopt;
+}
+
+void gridExtents(int64_t tiles, int64_t batch, int64_t heads, bool dnhb, uint32_t (&grid)[3]) {
   grid[0] = static_cast<uint32_t>(tiles);
   grid[1] = static_cast<uint32_t>(dnhb ? heads : batch * heads);
   grid[2] = static_cast<uint32_t>(dnhb ? batch : 1);
-  return std::nullopt;
 }
 
 }  // namespace ffpa

@@ -10,6 +10,9 @@
 
 namespace ffpa {
 
+// The extents of grid (tiles, B*H), or (tiles, H, B) when `dnhb`.
+void gridExtents(int64_t tiles, int64_t batch, int64_t heads, bool dnhb, uint32_t (&grid)[3]);
+
 // The grid (tiles, B*H) or (tiles, H, B), following FFPA_POLICY_LAUNCH_GRID_DNHB; at its default
 // the knob gives way when B*H exceeds the y extent (noted in `notes`). `grid` receives the extents;
 // the result is a refusal when neither layout fits.

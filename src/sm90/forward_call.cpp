@@ -1,6 +1,7 @@
 #include "sm90/forward_call.h"
 
 #include "core/error.h"
+#include "core/launch_grid.h"
 
 #include <cstdint>
 #include <limits>
@@ -93,10 +94,7 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   call.q = mapOf(tensors.q, 2, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = mapOf(tensors.k, 2, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
   call.v = mapOf(tensors.v, 2, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
-  const uint32_t tiles = static_cast<uint32_t>((p.seqQ + kRows - 1) / kRows);
-  call.grid[0] = tiles;
-  call.grid[1] = gridDnhb ? static_cast<uint32_t>(p.headsQ) : static_cast<uint32_t>(p.batch * p.headsQ);
-  call.grid[2] = gridDnhb ? static_cast<uint32_t>(p.batch) : 1u;
+  gridExtents((p.seqQ + kRows - 1) / kRows, p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }
 

@@ -81,17 +81,23 @@ bool check_fast_kernel(const std::string& context, const std::string& kernel) {
   return is_fast_kernel(kernel);
 }
 
-// The head dims this build compiles fast kernels for, read from ffpaGetBuildInfo()
-// ("...; head dims 128,256,320; ..."); empty when the text has no such list.
-std::vector<int64_t> compiled_head_dims() {
+// The items of the list `key` of ffpaGetBuildInfo() ("...; head dims 128,256,320; ..."); empty
+// when the text has no such list.
+std::vector<std::string> build_info_list(const std::string& key) {
   const std::string info = ffpaGetBuildInfo();
-  const std::string key = "head dims ";
+  std::vector<std::string> items;
+  const size_t start = info.find(key + " ");
+  if (start == std::string::npos) return items;
+  const size_t from = start + key.size() + 1;
+  std::istringstream list(info.substr(from, info.find(';', start) - from));
+  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+  return items;
+}
+
+// The head dims this build compiles fast kernels for (empty when the build info has no such list).
+std::vector<int64_t> compiled_head_dims() {
   std::vector<int64_t> dims;
-  const size_t start = info.find(key);
-  if (start == std::string::npos) return dims;
-  std::istringstream list(
-      info.substr(start + key.size(), info.find(';', start) - start - key.size()));
-  for (std::string item; std::getline(list, item, ',');) {
+  for (const std::string& item : build_info_list("head dims")) {
     std::istringstream number(item);
     int64_t dim = 0;
     if (number >> dim) dims.push_back(dim);
@@ -652,13 +658,10 @@ bool hopper_device() {
   return props.major == 9 && props.minor == 0;
 }
 
-// Whether the build compiled sm_90a code ("...; architectures 80,90a; ...").
+// Whether the build compiled sm_90a code.
 bool hopper_compiled() {
-  const std::string info = ffpaGetBuildInfo();
-  const size_t start = info.find("architectures ");
-  if (start == std::string::npos) return false;
-  const std::string archs = "," + info.substr(start + 14, info.find(';', start) - start - 14) + ",";
-  return archs.find(",90a,") != std::string::npos;
+  const std::vector<std::string> archs = build_info_list("architectures");
+  return std::find(archs.begin(), archs.end(), "90a") != archs.end();
 }
 
 // hopper_device() and hopper_compiled(), and a MESSAGE saying why not.

@@ -52,13 +52,16 @@ inline Described describeBackward(const Handle& h, const Problem& p, ffpaCausalM
 
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Whether the build compiled instances for head dim d (ffpaGetBuildInfo: "...; head dims 128,256; ...").
-inline bool compiled(int d) {
+// Whether the list `key` of ffpaGetBuildInfo ("...; head dims 128,256; ...") has `item`.
+inline bool buildListHas(const std::string& key, const std::string& item) {
   const std::string info = ffpaGetBuildInfo();
-  const size_t start = info.find("head dims ") + 10;
-  const std::string dims = "," + info.substr(start, info.find(';', start) - start) + ",";
-  return has(dims, "," + std::to_string(d) + ",");
+  const size_t start = info.find(key + " ") + key.size() + 1;
+  const std::string list = "," + info.substr(start, info.find(';', start) - start) + ",";
+  return has(list, "," + item + ",");
 }
+
+// Whether the build compiled instances for head dim d.
+inline bool compiled(int d) { return buildListHas("head dims", std::to_string(d)); }
 
 inline ffpaDeviceDesc_t describedA100() {
   ffpaDeviceDesc_t d = describedH100();

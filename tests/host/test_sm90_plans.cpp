@@ -12,13 +12,8 @@ using namespace ffpa_test;
 
 namespace {
 
-// Whether this build compiled sm_90a code (ffpaGetBuildInfo: "...; architectures 80,90a; ...").
-bool hopperCompiled() {
-  const std::string info = ffpaGetBuildInfo();
-  const size_t start = info.find("architectures ") + 14;
-  const std::string archs = "," + info.substr(start, info.find(';', start) - start) + ",";
-  return has(archs, ",90a,");
-}
+// Whether this build compiled sm_90a code.
+bool hopperCompiled() { return buildListHas("architectures", "90a"); }
 
 // The "skipped: sm90.forward: ..." line of a plan description ("" when there is none; the sm90
 // variant comes first, so its line is the first).

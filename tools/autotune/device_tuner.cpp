@@ -2,6 +2,8 @@
 
 #include "worker_pool.h"
 
+#include "common/plan_text.h"
+
 #include "core/handle.h"
 
 #include <cuda_runtime.h>
@@ -47,11 +49,8 @@ std::string plannedKernel(ffpaHandle_t h, ffpaAttentionDescriptor_t attn, const 
                                             &length),
           "ffpaDescribeAttentionBackwardPlan");
   }
-  const std::string description(text.data());
-  const size_t start = description.find("\nkernel: ");
-  if (start == std::string::npos) return "an unnamed kernel";
-  const size_t from = start + 9;
-  return description.substr(from, description.find('\n', from) - from);
+  const std::string kernel = ffpa_tools::parsePlanText(text.data()).kernel;
+  return kernel.empty() ? "an unnamed kernel" : kernel;
 }
 
 }  // namespace

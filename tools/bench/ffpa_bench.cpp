@@ -21,6 +21,7 @@
 #include "bench_table.h"
 #include "device_compare.h"
 #include "common/device_attention.h"
+#include "common/plan_text.h"
 
 namespace ffpa_bench {
 namespace {
@@ -37,21 +38,6 @@ Timing timeCalls(const Options& o, cudaStream_t stream, const std::function<void
   const ffpa_tools::CallTiming t = ffpa_tools::time_calls(
       stream, o.warmup, o.iters, [&](int64_t i) { call(static_cast<int>(i)); });
   return {t.median_ms, t.min_ms};
-}
-
-// What ffpaDescribe*Plan says of a problem: its "kernel: " and "config: " lines.
-struct PlanText {
-  std::string kernel, config;
-};
-
-PlanText parsePlan(const std::string& text) {
-  PlanText plan;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("kernel: ", 0) == 0) plan.kernel = line.substr(8);
-    if (line.rfind("config: ", 0) == 0) plan.config = line.substr(8);
-  }
-  return plan;
 }
 
 // Everything that does not change within a sweep: the stream, the handles, the workspaces.
@@ -107,7 +93,7 @@ struct Problem {
           "ffpaGetAttentionForwardWorkspaceSize");
     return bytes;
   }
-  PlanText forwardPlan(ffpaHandle_t h) const {
+  ffpa_tools::PlanText forwardPlan(ffpaHandle_t h) const {
     size_t length = 0;
     check(ffpaDescribeAttentionForwardPlan(h, attn.get(), q->desc(), k->desc(), v->desc(), out->desc(), lse->desc(),
                                            nullptr, 0, &length),
@@ -116,7 +102,7 @@ struct Problem {
     check(ffpaDescribeAttentionForwardPlan(h, attn.get(), q->desc(), k->desc(), v->desc(), out->desc(), lse->desc(),
                                            text.data(), length + 1, nullptr),
           "ffpaDescribeAttentionForwardPlan");
-    return parsePlan(text);
+    return ffpa_tools::parsePlanText(text);
   }
 
   // The backward of set i; it reads the O and LSE that the forward of set i wrote.
@@ -145,7 +131,7 @@ struct Problem {
                                             lse->desc(), dq->desc(), dk->desc(), dvGrad->desc(), text.data(),
                                             length + 1, nullptr),
           "ffpaDescribeAttentionBackwardPlan");
-    return parsePlan(text).kernel;
+    return ffpa_tools::parsePlanText(text).kernel;
   }
 
   int64_t d, dv;
@@ -158,7 +144,7 @@ struct Row {
   int64_t d = 0, dv = 0;
   Variant variant{};
   double flops = 0;
-  PlanText plan;
+  ffpa_tools::PlanText plan;
   std::string backwardKernel, error;
   Timing fwd, ref, bwd;
   Difference difference{kNaN, kNaN};

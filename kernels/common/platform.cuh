@@ -18,6 +18,8 @@
 #define FFPA_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 // A by-value kernel parameter whose address may be taken without a local copy.
 #define FFPA_GRID_CONSTANT __grid_constant__
+// Launches the kernel in thread-block clusters of x * y * z blocks (sm_90 and newer).
+#define FFPA_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
 
 namespace ffpa::kernels {
 

@@ -5,13 +5,25 @@
 namespace ffpa::sm90 {
 namespace {
 
+using ffpa::kernels::Bf16Tag;
+using ffpa::kernels::HalfTag;
+
 template <int kHeadDimV>
 void append(ForwardInstanceList& out) {
-  using ffpa::kernels::Bf16Tag;
-  using ffpa::kernels::HalfTag;
   using ffpa::kernels::sm90::forwardKernel;
   out.push_back({kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&forwardKernel<HalfTag, kHeadDimV>)});
   out.push_back({kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&forwardKernel<Bf16Tag, kHeadDimV>)});
+}
+
+// d_v > 512: the cluster-of-two kernel (sm90/forward_params.h).
+template <int kHeadDimV>
+void appendClustered(ForwardInstanceList& out) {
+  static_assert(clusterSizeFor(kHeadDimV) == kMaxClusterSize, "clusters serve d_v above 512");
+  using ffpa::kernels::sm90::clusterForwardKernel;
+  out.push_back(
+      {kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<HalfTag, kHeadDimV>)});
+  out.push_back(
+      {kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<Bf16Tag, kHeadDimV>)});
 }
 
 }  // namespace
@@ -23,6 +35,10 @@ const ForwardInstanceList& forwardInstances() {
     append<384>(all);
     append<448>(all);
     append<512>(all);
+    appendClustered<640>(all);
+    appendClustered<768>(all);
+    appendClustered<896>(all);
+    appendClustered<1024>(all);
     return all;
   }();
   return instances;

@@ -1,6 +1,7 @@
 // The compiled instances of the sm90 forward kernel, as the planner sees them: one per element type
-// and d_v block count (d_v in 257..512 rounds up to 320, 384, 448 or 512 columns), built only for
-// sm_90a (kernels/sm90/forward_instances.cu).
+// and d_v block count (d_v in 257..512 rounds up to 320, 384, 448 or 512 columns; 513..1024 to
+// 640, 768, 896 or 1024, served by clusters of two CTAs), built only for sm_90a
+// (kernels/sm90/forward_instances.cu).
 #pragma once
 
 #include <ffpa/ffpa.h>

@@ -10,6 +10,12 @@
 //   consumer 1: [P full slot] rescale O1; [V full] O1[64, C1] += P V[:, C0:] -> V empty, P empty
 // K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1).
 // Scores are kept in the log2 domain (scaled by softmax scale * log2 e).
+//
+// In a cluster of two (kCluster = 2, d_v > 512), each CTA holds its share of the head dims'
+// 64-column blocks, and consumer 0 completes S between the wgmma and the softmax:
+//   [Exchange empty j-1] partial S(j) -> the other CTA (st.async, on its Exchange full)
+//   [Exchange full] S(j) = own partial + received -> the other CTA's Exchange empty
+// (see sm90/forward_params.h).
 #pragma once
 
 #include "common/element.cuh"
@@ -24,18 +30,22 @@ namespace ffpa::kernels::sm90 {
 using ffpa::sm90::ForwardParams;
 using namespace ffpa::sm90;  // the shape constants and Barrier
 
-template <class Tag, int kHeadDimV>
+template <class Tag, int kHeadDimV, int kCluster = 1>
 struct ForwardKernel {
   using Element = typename Tag::Element;
-  static constexpr int kColumns0 = consumer0Columns(kHeadDimV);  // O columns of consumer 0
-  static constexpr int kColumns1 = consumer1Columns(kHeadDimV);  // and of consumer 1
+  static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
+  static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
+  static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
   static constexpr int kScoreRegisters = kKeys / 2;              // S[64, 64] over 128 threads
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = 240;
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
-  static_assert(kHeadDimV % 16 == 0 && kHeadDimV > kBlockColumns && kHeadDimV <= 512,
-                "d_v: a multiple of 16 in 80..512 (two consumers of whole 64-column blocks)");
+  static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
+  static_assert(kHeadDimV % (kBlockColumns * kCluster) == 0, "d_v: whole 64-column blocks per CTA");
+  static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 512,
+                "128..512 columns per CTA (two consumers of whole 64-column blocks)");
+  static_assert(kScoreRegisters % 4 == 0, "partial scores travel in 16-byte stores");
   static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
   static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
 
@@ -44,6 +54,8 @@ struct ForwardKernel {
     uint32_t q, k, v, p;
     float* rowScale;     // [2 slots][64 rows]: exp2(old max - new max)
     float* rowInverse;   // [64 rows]: 1 / row sum at the end
+    uint32_t exchange;   // [kScoreRegisters / 4][128 threads] float4: the other CTA's partial S
+    const float* exchanged;
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
@@ -54,6 +66,8 @@ struct ForwardKernel {
     int64_t head;
     int64_t kvHead;
     int tiles;  // KV tiles the CTA's rows see
+    int rank;   // in the cluster
+    BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
   };
 
   static FFPA_DEVICE Shared locateShared(const ForwardParams& p) {
@@ -69,6 +83,8 @@ struct ForwardKernel {
     s.p = address + p.pOffset;
     s.rowScale = reinterpret_cast<float*>(base + p.statsOffset);
     s.rowInverse = s.rowScale + 2 * kRows;
+    s.exchange = address + p.exchangeOffset;
+    s.exchanged = reinterpret_cast<const float*>(base + p.exchangeOffset);
     s.barriers = address + p.barrierOffset;
     return s;
   }
@@ -76,7 +92,10 @@ struct ForwardKernel {
   static FFPA_DEVICE Position locate(const ForwardParams& p) {
     const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
     Position at;
-    at.firstRow = blockIndexX() * kRows;
+    at.rank = kCluster == 1 ? 0 : clusterRank();
+    at.firstRow = blockIndexX() / kCluster * kRows;
+    at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
+    at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
     at.batch = grid.batch;
     at.head = grid.head;
     at.kvHead = grid.head / p.groupSize;
@@ -87,24 +106,23 @@ struct ForwardKernel {
 
   // --- producer ---------------------------------------------------------------------------------
 
-  // Loads `blocks` 64 x 64 boxes of `map` at row `row` into `shared`, completing on `barrier`.
-  static FFPA_DEVICE void loadTile(const TensorMap* map, uint32_t shared, int blocks, int row,
+  // Loads the 64 x 64 boxes `blocks` of `map` at row `row` into `shared`, completing on `barrier`.
+  static FFPA_DEVICE void loadTile(const TensorMap* map, uint32_t shared, BlockShare blocks, int row,
                                    const Position& at, int64_t head, uint32_t barrier) {
-    mbarrierArriveExpectTx(barrier, blocks * kBlockBytes);
-    for (int b = 0; b < blocks; ++b) {
-      tmaLoad4d(shared + b * kBlockBytes, map, b * kBlockColumns, row, int(head), int(at.batch), barrier);
+    mbarrierArriveExpectTx(barrier, blocks.count * kBlockBytes);
+    for (int b = 0; b < blocks.count; ++b) {
+      tmaLoad4d(shared + b * kBlockBytes, map, (blocks.first + b) * kBlockColumns, row, int(head), int(at.batch),
+                barrier);
     }
   }
 
   static FFPA_DEVICE void produce(const ForwardParams& p, const Shared& s, const Position& at) {
-    const int qkBlocks = columnBlocks(p.headDimQk);
-    const int vBlocks = columnBlocks(p.headDimV);
-    loadTile(&p.qMap, s.q, qkBlocks, at.firstRow, at, at.head, s.barrier(kQFull));
+    loadTile(&p.qMap, s.q, at.qk, at.firstRow, at, at.head, s.barrier(kQFull));
     for (int tile = 0; tile < at.tiles; ++tile) {
       if (tile > 0) mbarrierWait(s.barrier(kKEmpty), (tile - 1) & 1);
-      loadTile(&p.kMap, s.k, qkBlocks, tile * kKeys, at, at.kvHead, s.barrier(kKFull));
+      loadTile(&p.kMap, s.k, at.qk, tile * kKeys, at, at.kvHead, s.barrier(kKFull));
       if (tile > 0) mbarrierWait(s.barrier(kVEmpty), (tile - 1) & 1);
-      loadTile(&p.vMap, s.v, vBlocks, tile * kKeys, at, at.kvHead, s.barrier(kVFull));
+      loadTile(&p.vMap, s.v, at.v, tile * kKeys, at, at.kvHead, s.barrier(kVFull));
     }
   }
 
@@ -145,10 +163,12 @@ struct ForwardKernel {
     for (int i = 0; i < N / 2; ++i) o[i] *= factor[i / 2 % 2];
   }
 
-  // Writes O (divided by the row sums, whose inverses are given) for the columns from `column`.
+  // Writes O (divided by the row sums, whose inverses are given) for the columns from the CTA's
+  // column `ctaColumn` on.
   template <int N>
   static FFPA_DEVICE void storeOutput(const ForwardParams& p, const Position& at, const float (&o)[N / 2],
-                                      const float (&inverse)[2], int column) {
+                                      const float (&inverse)[2], int ctaColumn) {
+    const int column = at.v.first * kBlockColumns + ctaColumn;
     const Lane me = lane();
     Element* out = static_cast<Element*>(p.o) + at.batch * p.oStrides[0] + at.head * p.oStrides[1];
     #pragma unroll
@@ -168,12 +188,42 @@ struct ForwardKernel {
 
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------
 
+  // Cluster of two: adds the other CTA's partial S of tile `tile` to this CTA's (`score`), after
+  // sending it this one. Thread t's 32 scores travel as 8 float4 at [i][t], so that a warp's
+  // stores and loads cover 512 contiguous bytes.
+  static FFPA_DEVICE void exchangeScores(const Shared& s, const Position& at, float (&score)[kScoreRegisters],
+                                         int tile) {
+    const int t = threadIndex() % 128;
+    const int other = 1 - at.rank;
+    if (t == 0) mbarrierArriveExpectTx(s.barrier(kExchangeFull), kExchangeBytes);
+    if (tile > 0) mbarrierWaitCluster(s.barrier(kExchangeEmpty), (tile - 1) & 1);
+    const uint32_t buffer = mapShared(s.exchange, other);
+    const uint32_t full = mapShared(s.barrier(kExchangeFull), other);
+    #pragma unroll
+    for (int i = 0; i < kScoreRegisters / 4; ++i) {
+      const float part[4] = {score[4 * i], score[4 * i + 1], score[4 * i + 2], score[4 * i + 3]};
+      storeAsyncCluster(buffer + (i * 128 + t) * 16, part, full);
+    }
+    mbarrierWait(s.barrier(kExchangeFull), tile & 1);
+    #pragma unroll
+    for (int i = 0; i < kScoreRegisters / 4; ++i) {
+      const float* received = s.exchanged + 4 * (i * 128 + t);
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) score[4 * i + e] += received[e];
+    }
+    // The other CTA may send the next tile's partial; after the last tile it may have exited.
+    if (tile + 1 < at.tiles) mbarrierArriveCluster(mapShared(s.barrier(kExchangeEmpty), other));
+  }
+
   // kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0), a separate copy so
   // that the default path carries no test of p.exp2Emulated per exponential.
   template <bool kMayEmulate>
   static FFPA_DEVICE void consume0(const ForwardParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    const int qkSteps = p.headDimQk / 16;
+    // k16 steps over the CTA's d_qk columns (a partial last block holds d_qk % 64 of them).
+    const int qkColumns = at.qk.count * kBlockColumns;
+    const int qkLeft = p.headDimQk - at.qk.first * kBlockColumns;
+    const int qkSteps = (qkColumns < qkLeft ? qkColumns : qkLeft) / 16;
     float o[kColumns0 / 2];
     for (float& value : o) value = 0.0f;
     float max[2] = {kNegativeInfinity, kNegativeInfinity};
@@ -193,6 +243,10 @@ struct ForwardKernel {
       wgmmaWait<0>();
       wgmmaFenceOperands(score);
       mbarrierArrive(s.barrier(kKEmpty));
+      if (qkSteps == 0) {  // a rank holding no d_qk block (d_qk <= 64 in a cluster)
+        for (float& value : score) value = 0.0f;
+      }
+      if constexpr (kCluster > 1) exchangeScores(s, at, score, tile);
 
       // Online softmax: mask, scale to log2 units, new row maxima over the 4 lanes of a row.
       float factor[2];
@@ -277,7 +331,7 @@ struct ForwardKernel {
       inverse[half] = sum[half] > 0.0f ? 1.0f / sum[half] : 0.0f;
       const int row = me.row(half);
       if (me.quad == 0) s.rowInverse[row] = inverse[half];
-      if (p.lse && me.quad == 0 && at.firstRow + row < p.seqQ) {
+      if (p.lse && at.rank == 0 && me.quad == 0 && at.firstRow + row < p.seqQ) {
         constexpr float kLn2 = 0.693147180559945309f;
         const float lse = sum[half] > 0.0f ? (max[half] + log2Approx(sum[half])) * kLn2 : kNegativeInfinity;
         storeGlobalF32(p.lse + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] +
@@ -324,9 +378,16 @@ struct ForwardKernel {
         mbarrierInit(s.barrier(kPFull0 + slot), 128);
         mbarrierInit(s.barrier(kPEmpty0 + slot), 128);
       }
+      mbarrierInit(s.barrier(kExchangeFull), 1);
+      mbarrierInit(s.barrier(kExchangeEmpty), 128);
       fenceBarrierInit();
     }
-    blockBarrier();
+    // A cluster's CTAs reach each other's barriers only once both initialised theirs.
+    if constexpr (kCluster > 1) {
+      clusterSync();
+    } else {
+      blockBarrier();
+    }
     // One branch per warpgroup role, so that setmaxnreg applies (no C7508).
     if (warpgroup == 0) {
       decreaseRegisters<kProducerRegisters>();
@@ -345,10 +406,17 @@ struct ForwardKernel {
   }
 };
 
-// The kernel entry; grid (ceil(seqQ / 64), B * H) or (.., H, B); 384 threads; sharedBytes.
+// The kernel entries; grid (ceil(seqQ / 64) * CTAs per cluster, B * H) or (.., H, B); 384
+// threads; sharedBytes.
 template <class Tag, int kHeadDimV>
 FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1) forwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
   ForwardKernel<Tag, kHeadDimV>::run(p);
+}
+
+template <class Tag, int kHeadDimV>
+FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
+    clusterForwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
+  ForwardKernel<Tag, kHeadDimV, kMaxClusterSize>::run(p);
 }
 
 }  // namespace ffpa::kernels::sm90

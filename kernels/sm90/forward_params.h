@@ -1,13 +1,23 @@
 // What the host and the sm90 forward kernel agree on: the tile shape, the launch parameters and
 // the shared-memory layout. Plain C++ (no CUDA), for the planner, the kernel and the emulator.
 //
-// A CTA computes O and LSE for 64 query rows of one (batch, head) with three warpgroups:
+// A CTA computes O and LSE for 64 query rows of one (batch, head) with three warpgroups (for
+// d_v > 512, a cluster of two CTAs shares the rows: see "Clusters" below):
 //   warpgroup 0, the producer: one thread issues the TMA loads of Q (once), K and V (per KV tile);
 //   warpgroup 1, consumer 0: S = Q K^T (one wgmma chain over the whole d_qk), the online softmax,
 //     P to shared memory, then O[:, 0 : columns0] += P V;
 //   warpgroup 2, consumer 1: O[:, columns0 : d_v] += P V with consumer 0's P and row scales.
 // O stays in fp32 registers, split by columns so that a thread holds at most 128 of them.
 // Every tile is stored as 64-column blocks of 64 rows x 128 bytes, 128-byte swizzled (TMA boxes).
+//
+// Clusters (d_v 513..1024): O[64, d_v] in fp32 is 256 KiB at d_v = 1024, all of an SM's
+// registers, and Q, K and V tiles of d = 1024 would need 384 KiB of shared memory. So two CTAs of
+// a cluster take the same 64 rows and split the head dims by 64-column blocks: rank r loads and
+// keeps only its share of Q, K and V, computes a partial S over its share of d_qk, sends it to the
+// other CTA's shared memory (st.async, completing on the receiver's mbarrier) and adds the
+// partial it receives. Both then hold the same S (fp32 addition commutes), run the same softmax,
+// and accumulate their own share of O's columns. Every MMA FLOP is done once; the price is 16 KiB
+// of partial scores per CTA and KV tile through distributed shared memory.
 #pragma once
 
 #include "sm90/tensor_map.h"
@@ -21,9 +31,30 @@ constexpr int kKeys = 64;                 // Bc: keys per KV tile
 constexpr int kBlockColumns = 64;         // elements of a 128-byte swizzled row (bf16/fp16)
 constexpr uint32_t kBlockBytes = 64 * 128;  // one 64 x 64 block
 constexpr int kThreads = 384;             // three warpgroups
-constexpr int kMaxHeadDimQk = 576;        // Q and K tiles, V, P: what 227 KiB hold
+constexpr int kMaxClusterSize = 2;
+constexpr uint32_t kExchangeBytes = 128 * 32 * 4;  // a partial S: 32 fp32 per consumer-0 thread
 
 constexpr int columnBlocks(int headDim) { return (headDim + kBlockColumns - 1) / kBlockColumns; }
+
+// CTAs per cluster: two for d_v above 512 (d_v <= 1024), one otherwise.
+constexpr int clusterSizeFor(int headDimV) { return headDimV > 512 ? 2 : 1; }
+
+// The largest d_qk: what 227 KiB of Q, K, V and P tiles hold (576 / 512 is the absorbed-MLA
+// shape), and with two CTAs each keeping half of d_qk, the library's 1024.
+constexpr int maxHeadDimQk(int clusterSize) { return clusterSize == 1 ? 576 : 1024; }
+
+// The 64-column blocks of a head dim of `blocks` blocks that the CTA of cluster rank `rank` holds:
+// ceil(blocks / clusterSize) from rank * that on (fewer for the last rank, maybe none).
+struct BlockShare {
+  int first;
+  int count;
+};
+constexpr BlockShare blockShare(int blocks, int clusterSize, int rank) {
+  const int each = (blocks + clusterSize - 1) / clusterSize;
+  const int first = rank * each;
+  const int left = blocks - first;
+  return {first, left < 0 ? 0 : (left < each ? left : each)};
+}
 // Output columns of consumer 0 (the larger half, in whole blocks) and of consumer 1.
 constexpr int consumer0Columns(int headDimV) { return (columnBlocks(headDimV) + 1) / 2 * kBlockColumns; }
 constexpr int consumer1Columns(int headDimV) { return columnBlocks(headDimV) / 2 * kBlockColumns; }
@@ -39,6 +70,8 @@ enum Barrier : int {
   kPFull1,
   kPEmpty0,  // kPEmpty0 + slot
   kPEmpty1,
+  kExchangeFull,   // the other CTA's partial S has arrived (cluster of two)
+  kExchangeEmpty,  // the other CTA has read the partial S this CTA sent it
   kBarrierCount
 };
 
@@ -54,7 +87,7 @@ struct ForwardArguments {
   int32_t groupSize;  // query heads per KV head
   int32_t seqQ;
   int32_t seqKv;
-  int32_t headDimQk;  // a multiple of 16, <= kMaxHeadDimQk
+  int32_t headDimQk;  // a multiple of 16, <= maxHeadDimQk
   int32_t headDimV;   // a multiple of 16, in the instance's block count
   int32_t causal;     // query i sees key j iff j <= i + causalOffset
   int64_t causalOffset;
@@ -70,6 +103,7 @@ struct ForwardArguments {
   uint32_t vOffset;
   uint32_t pOffset;      // two P slots of one block each
   uint32_t statsOffset;  // row scales of the two slots, then the final 1 / row sums
+  uint32_t exchangeOffset;  // the partial S received from the other CTA (cluster of two)
   uint32_t barrierOffset;
   uint32_t sharedBytes;  // to request, including up to 1023 bytes of alignment
 };
@@ -82,19 +116,21 @@ struct ForwardParams : ForwardArguments {
   TensorMap vMap;
 };
 
-// Fills the layout fields of `p` (headDimQk and headDimV must be set); returns the dynamic shared
-// memory the launch needs.
-inline uint32_t forwardLayout(ForwardArguments& p) {
-  const uint32_t qkBytes = columnBlocks(p.headDimQk) * kBlockBytes;
+// Fills the layout fields of `p` (headDimQk and headDimV must be set) for one CTA of a cluster of
+// `clusterSize`; returns the dynamic shared memory the launch needs.
+inline uint32_t forwardLayout(ForwardArguments& p, int clusterSize) {
+  const uint32_t qkBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
   uint32_t offset = 0;
   p.qOffset = offset;
   offset += qkBytes;
   p.kOffset = offset;
   offset += qkBytes;
   p.vOffset = offset;
-  offset += columnBlocks(p.headDimV) * kBlockBytes;
+  offset += blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes;
   p.pOffset = offset;
   offset += 2 * kBlockBytes;
+  p.exchangeOffset = offset;
+  if (clusterSize > 1) offset += kExchangeBytes;
   p.statsOffset = offset;
   offset += 3 * kRows * 4;
   p.barrierOffset = offset;

@@ -67,6 +67,57 @@ FFPA_DEVICE void mbarrierWait(uint32_t barrier, int parity) {
       : "memory");
 }
 
+// Waits as mbarrierWait, with acquire at cluster scope: for a phase that another block of the
+// cluster completes (mbarrierArriveCluster), so that what it did before arriving is visible.
+FFPA_DEVICE void mbarrierWaitCluster(uint32_t barrier, int parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(barrier),
+      "r"(parity)
+      : "memory");
+}
+
+// --- Clusters: the shared memory of the other blocks of a thread-block cluster -----------------
+
+// The block's rank in its cluster (its x index modulo the cluster size, for clusters along x).
+FFPA_DEVICE int clusterRank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return int(rank);
+}
+
+// The shared::cluster address of `shared` (an address of this block) in the block of `rank`.
+FFPA_DEVICE uint32_t mapShared(uint32_t shared, int rank) {
+  uint32_t mapped;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(mapped) : "r"(shared), "r"(rank));
+  return mapped;
+}
+
+// Stores 16 bytes at the cluster address `shared` and completes 16 transaction bytes on the
+// mbarrier at cluster address `barrier` (of the same block); asynchronous: the receiver sees the
+// bytes once the mbarrier's phase completes.
+FFPA_DEVICE void storeAsyncCluster(uint32_t shared, const float (&values)[4], uint32_t barrier) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(shared),
+      "f"(values[0]), "f"(values[1]), "f"(values[2]), "f"(values[3]), "r"(barrier)
+      : "memory");
+}
+
+// One arrival on the mbarrier at cluster address `barrier`, releasing this thread's earlier
+// accesses (of any block's shared memory) at cluster scope.
+FFPA_DEVICE void mbarrierArriveCluster(uint32_t barrier) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+}
+
+// Every thread of every block of the cluster: wait until all have arrived (release / acquire).
+FFPA_DEVICE void clusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // --- TMA -------------------------------------------------------------------------------------
 
 // Copies the box at element coordinates (c0 .. c3, innermost first) of `map` to shared address

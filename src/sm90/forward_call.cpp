@@ -53,16 +53,20 @@ bool addressable(const Strides& strides, const int64_t (&extents)[3], int64_t di
 
 }  // namespace
 
-int instanceHeadDimV(int64_t headDimV) { return static_cast<int>((headDimV + 63) / 64 * 64); }
+int instanceHeadDimV(int64_t headDimV) {
+  const int64_t multiple = kBlockColumns * clusterSizeFor(static_cast<int>(headDimV));
+  return static_cast<int>((headDimV + multiple - 1) / multiple * multiple);
+}
 
 std::string forwardRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
     return "the sm90 forward computes fp16 and bf16";
   }
-  if (p.headDimV <= 256 || p.headDimV > 512) return cat("d_v = ", p.headDimV, " is outside the sm90 forward's 257..512");
+  if (p.headDimV <= 256 || p.headDimV > 1024) return cat("d_v = ", p.headDimV, " is outside the sm90 forward's 257..1024");
   if (p.headDimV % 16 != 0) return cat("d_v = ", p.headDimV, " is not a multiple of 16");
-  if (p.headDimQk % 16 != 0 || p.headDimQk > kMaxHeadDimQk) {
-    return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 up to ", kMaxHeadDimQk);
+  const int maxQk = maxHeadDimQk(clusterSizeFor(static_cast<int>(p.headDimV)));
+  if (p.headDimQk % 16 != 0 || p.headDimQk > maxQk) {
+    return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 up to ", maxQk, " (with d_v = ", p.headDimV, ")");
   }
   if (p.seqQ > kMaxLength || p.seqKv > kMaxLength || p.batch > kMaxLength || p.headsQ > kMaxLength) {
     return "lengths, heads and batch must stay below 2^31";
@@ -90,11 +94,12 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   a.headDimV = static_cast<int32_t>(p.headDimV);
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
-  forwardLayout(a);
+  call.clusterSize = clusterSizeFor(a.headDimV);
+  forwardLayout(a, call.clusterSize);
   call.q = mapOf(tensors.q, 2, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = mapOf(tensors.k, 2, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
   call.v = mapOf(tensors.v, 2, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
-  gridExtents((p.seqQ + kRows - 1) / kRows, p.batch, p.headsQ, gridDnhb, call.grid);
+  gridExtents((p.seqQ + kRows - 1) / kRows * call.clusterSize, p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }
 

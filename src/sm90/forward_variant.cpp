@@ -88,7 +88,7 @@ uint32_t sharedBytesOf(const AttentionProblem& problem) {
   ForwardArguments a{};
   a.headDimQk = static_cast<int32_t>(problem.headDimQk);
   a.headDimV = static_cast<int32_t>(problem.headDimV);
-  return forwardLayout(a);
+  return forwardLayout(a, clusterSizeFor(a.headDimV));
 }
 
 // What the planner decided, or why not.
@@ -122,7 +122,7 @@ Resolution resolve(const PlanRequest& r) {
                              r.device.sharedMemPerBlockOptin));
   }
   uint32_t grid[3];
-  const int64_t tiles = (problem.seqQ + kRows - 1) / kRows;
+  const int64_t tiles = (problem.seqQ + kRows - 1) / kRows * clusterSizeFor(static_cast<int>(problem.headDimV));
   if (auto why = chooseGrid(r.policy, tiles, problem.batch, problem.headsQ, d.gridDnhb, grid, d.notes)) {
     return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
   }
@@ -140,10 +140,12 @@ Plan plan(const PlanRequest& r) {
     allowDynamicSharedMemory(instance.kernel, r.device, "sm90 forward kernel");
   }
   Plan plan;
+  const int cluster = clusterSizeFor(instance.headDimV);
+  const int ctaColumns = instance.headDimV / cluster;
   plan.kernel = instanceName(r.problem.dtype, instance.headDimV);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
-                    " columns=", consumer0Columns(instance.headDimV), "+", consumer1Columns(instance.headDimV),
-                    " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
+                    " cluster=", cluster, " columns=", consumer0Columns(ctaColumns), "+", consumer1Columns(ctaColumns),
+                    cluster > 1 ? " exchange=S:dsmem" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
                     d.notes);
   plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated);

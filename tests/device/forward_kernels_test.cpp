@@ -765,18 +765,20 @@ TEST_CASE("fast forward: element offsets past 2^31 (sampled rows against float64
 
 // --- The Hopper kernel (FFPA_POLICY_HOPPER_KERNELS) ----------------------------------------------
 
-TEST_CASE("sm90 forward: d_v 257-512 across tails, masks, head groups, layouts and dtypes") {
+TEST_CASE("sm90 forward: d_v 257-1024 across tails, masks, head groups, layouts and dtypes") {
   if (!hopper_runs_here()) return;
   Handles handles(true);
   Workspace workspace;
   std::vector<FastCase> cases;
   for (FastCase fast_case : shape_matrix()) {
     const int64_t dim_v = fast_case.test.config.problem.dim_v;
-    if (dim_v <= 256 || dim_v > 512) continue;
+    if (dim_v <= 256) continue;
     fast_case.accumulator = FFPA_ACCUMULATOR_F32;  // the other modes are the mma.sync kernels'
     cases.push_back(fast_case);
   }
-  // d_v that are not whole 64-column blocks, d_qk != d_v both ways, one query row, many KV tiles.
+  // d_v that are not whole 64-column blocks, d_qk != d_v both ways, one query row, many KV tiles;
+  // above 512, clusters of two CTAs (rank 1 with no d_qk block at d_qk = 64, a partial and an
+  // empty V block at d_v = 528).
   const struct {
     int64_t b, hq, hkv, nq, nkv, dqk, dv;
     CausalMask mask;
@@ -787,6 +789,10 @@ TEST_CASE("sm90 forward: d_v 257-512 across tails, masks, head groups, layouts a
       {2, 2, 2, 65, 65, 400, 464, CausalMask::top_left, DType::bfloat16, LayoutKind::bnhd},
       {1, 3, 3, 1, 777, 512, 496, CausalMask::none, DType::bfloat16, LayoutKind::padded_aligned},
       {1, 4, 1, 600, 600, 576, 512, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
+      {1, 2, 1, 300, 450, 1024, 1024, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
+      {2, 2, 2, 129, 70, 576, 528, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
+      {1, 3, 1, 1, 333, 64, 1008, CausalMask::top_left, DType::bfloat16, LayoutKind::padded_aligned},
+      {1, 2, 2, 200, 200, 896, 656, CausalMask::top_left, DType::float16, LayoutKind::bhnd},
   };
   uint64_t start = 46000;
   for (const auto& e : extra) {
@@ -815,9 +821,12 @@ TEST_CASE("sm90 forward: d_v 257-512 across tails, masks, head groups, layouts a
 
 TEST_CASE("sm90 forward: the same call twice gives the same bits") {
   if (!hopper_runs_here()) return;
-  const TestCase test{make_config(attention_shape(2, 4, 2, 333, 517, 576, 512, CausalMask::bottom_right),
+  // One CTA per 64 rows, and a cluster of two (which must also agree on the scores both CTAs
+  // complete from their partials).
+  for (const int64_t dim : {int64_t{512}, int64_t{768}}) {
+  const TestCase test{make_config(attention_shape(2, 4, 2, 333, 517, dim + 64, dim, CausalMask::bottom_right),
                                   DType::bfloat16, LayoutKind::bnhd, 0.0),
-                      true, 46100};
+                      true, 46100 + static_cast<uint64_t>(dim)};
   Handle fast;
   fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   Workspace workspace;
@@ -837,6 +846,7 @@ TEST_CASE("sm90 forward: the same call twice gives the same bits") {
                 context << ": O differs between two runs");
   CHECK_MESSAGE(std::memcmp(first_lse.data(), problem.lse.host.data(), first_lse.size_bytes()) == 0,
                 context << ": LSE differs between two runs");
+  }
 }
 
 TEST_CASE("sm90 forward: exp2 emulated for 4 and 8 of every 8 column groups is as accurate") {

@@ -49,18 +49,28 @@ struct TensorCopy {
   uint32_t bytes;
 };
 
+// 16 bytes stored into a block's shared memory by another block of its cluster (st.async), which
+// land when the phase of the mbarrier they complete bytes on completes (default schedule).
+struct RemoteStore {
+  uint32_t offset;  // into dynamic shared memory
+  unsigned char bytes[16];
+};
+
 // An mbarrier: arrivals and transaction bytes of the phase in progress, and completed phases.
+// Transaction bytes may go below zero while arrivals are pending (a cluster peer's st.async can
+// complete before the expect_tx of its phase), never once they are all in.
 struct MBarrier {
   int expected = 0;  // arrivals per phase
   int pending = 0;   // arrivals the phase still needs
   int64_t bytes = 0;  // transaction bytes announced by expect_tx and not yet delivered
   int64_t phases = 0;  // completed phases
   std::vector<TensorCopy> copies;  // issued, not yet performed
+  std::vector<RemoteStore> stores;  // of the phase in progress
   std::vector<int> waiting;  // threads waiting for a phase
 };
 
 // What a waiting thread waits for, for deadlock reports.
-enum class Waiting { Nothing, Collective, Barrier, MBarrier };
+enum class Waiting { Nothing, Collective, Barrier, MBarrier, Cluster };
 
 struct ThreadState {
   int index = 0;
@@ -110,6 +120,8 @@ struct Barrier {
   std::vector<uint32_t> laneMasks;  // per warp: the lanes that arrived in this phase
 };
 
+struct Cluster;
+
 // One block of a launch at a time: a CPU thread that runs blocks reuses it (and its fibers).
 struct Block {
   Block(const Config& config, const std::function<void()>& body);
@@ -133,7 +145,23 @@ struct Block {
   std::deque<int> ready;  // threads to run, in order
   bool aborted = false;
   std::string error;  // the first bug found, where it was found
+  Cluster* cluster = nullptr;
+  int rank = 0;  // in the cluster
 };
+
+// The blocks of one cluster (one block when Config::clusterX is 1), run together, and the cluster
+// barrier's state.
+struct Cluster {
+  std::vector<std::unique_ptr<Block>> blocks;  // by rank
+  int arrived = 0;                             // at the cluster barrier, in its phase in progress
+  std::vector<std::pair<Block*, int>> waiting;  // there: block and thread
+};
+
+// The shared address window of the blocks of a cluster (mapShared): rank r's dynamic shared
+// memory starts at kClusterBase + r * kClusterRankStride. Distinct from the block's own window, so
+// that an ordinary access to a mapped address is reported.
+inline constexpr uint32_t kClusterBase = 1u << 26;
+inline constexpr uint32_t kClusterRankStride = 1u << 20;
 
 // Thrown inside a thread's fiber to unwind it once its block has failed; never leaves the fiber.
 struct Abort {};
@@ -150,6 +178,10 @@ ThreadState& currentThread();
 // Suspends the calling thread until another releases it (see release()); throws Abort when the
 // block fails meanwhile.
 void wait(Waiting what, Site site);
+// The block of rank `rank` in the calling block's cluster and the byte offset into its dynamic
+// shared memory of the cluster address `address` (16 bytes there must be valid); fails otherwise.
+std::pair<Block*, uint32_t> clusterTarget(uint32_t address, uint32_t bytes, const char* what, Site site);
+
 // Makes a waiting thread runnable again, after the threads already queued.
 void release(Block& block, int thread);
 // Under a seeded schedule (Config::scheduleSeed), lets the scheduler run other threads before

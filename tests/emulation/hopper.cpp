@@ -17,8 +17,7 @@ namespace {
 
 uint32_t swizzle128(uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); }
 
-MBarrier& mbarrierAt(uint32_t address, Site site) {
-  Block& block = currentBlock();
+MBarrier& mbarrierAt(Block& block, uint32_t address, Site site) {
   const auto found = block.mbarriers.find(address);
   if (found == block.mbarriers.end()) {
     fail("mbarrier " + hex(address) + " is used before mbarrierInit", site);
@@ -26,7 +25,11 @@ MBarrier& mbarrierAt(uint32_t address, Site site) {
   return found->second;
 }
 
+MBarrier& mbarrierAt(uint32_t address, Site site) { return mbarrierAt(currentBlock(), address, site); }
+
 void completePhase(Block& block, MBarrier& barrier) {
+  for (const RemoteStore& store : barrier.stores) std::memcpy(block.shared.get() + store.offset, store.bytes, 16);
+  barrier.stores.clear();
   ++barrier.phases;
   barrier.pending = barrier.expected;
   std::vector<int> waiting = std::move(barrier.waiting);
@@ -35,9 +38,9 @@ void completePhase(Block& block, MBarrier& barrier) {
 }
 
 void checkPhase(Block& block, MBarrier& barrier, uint32_t address, Site site) {
-  if (barrier.bytes < 0) {
+  if (barrier.bytes < 0 && barrier.pending == 0) {
     fail("mbarrier " + hex(address) + " received " + std::to_string(-barrier.bytes) +
-             " more TMA bytes than expect_tx announced",
+             " more transaction bytes than expect_tx announced",
          site);
   }
   if (barrier.pending == 0 && barrier.bytes == 0) completePhase(block, barrier);
@@ -154,9 +157,8 @@ void performCopy(Block& block, const TensorCopy& copy, uint32_t barrier, int64_t
   }
 }
 
-void arriveOnce(uint32_t barrier, Site site) {
-  Block& block = currentBlock();
-  MBarrier& state = mbarrierAt(barrier, site);
+void arriveOnce(Block& block, uint32_t barrier, Site site) {
+  MBarrier& state = mbarrierAt(block, barrier, site);
   if (state.pending == 0) fail("mbarrier " + hex(barrier) + " gets more arrivals than its phase expects", site);
   --state.pending;
   checkPhase(block, state, barrier, site);
@@ -213,11 +215,11 @@ void wgmmaFence() {}
 void mbarrierArriveExpectTx(uint32_t barrier, uint32_t bytes, emulation::Site site) {
   MBarrier& state = emulation::mbarrierAt(barrier, site);
   state.bytes += bytes;
-  emulation::arriveOnce(barrier, site);
+  emulation::arriveOnce(emulation::currentBlock(), barrier, site);
 }
 
 void mbarrierArrive(uint32_t barrier, emulation::Site site) {
-  emulation::arriveOnce(barrier, site);
+  emulation::arriveOnce(emulation::currentBlock(), barrier, site);
   emulation::yieldPoint(site);
 }
 
@@ -284,6 +286,44 @@ void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, in
   }
   state.copies.push_back({offset, map, {c0, c1, c2, c3}, bytes});
 }
+
+// The mbarrier of a cluster address: its block and its address in that block's window.
+std::pair<Block*, uint32_t> clusterBarrier(uint32_t barrier, emulation::Site site) {
+  const auto [block, offset] = emulation::clusterTarget(barrier, 8, "mbarrier", site);
+  return {block, emulation::kSharedBase + offset};
+}
+
+void storeAsyncCluster(uint32_t shared, const float (&values)[4], uint32_t barrier, emulation::Site site) {
+  const auto [block, offset] = emulation::clusterTarget(shared, 16, "st.async destination", site);
+  const auto [barrierBlock, barrierAddress] = clusterBarrier(barrier, site);
+  if (block != barrierBlock) {
+    emulation::fail("st.async to block rank " + std::to_string(block->rank) + " completes on an mbarrier of rank " +
+                        std::to_string(barrierBlock->rank) + " (both must be in the same block)",
+                    site);
+  }
+  MBarrier& state = emulation::mbarrierAt(*block, barrierAddress, site);
+  // The bytes land at some time before the phase completes: at its completion under the default
+  // schedule (a reader that does not wait for the phase sees the old bytes), at once under a
+  // seeded one (a sender that does not wait until the receiver has read the previous bytes
+  // overwrites them).
+  if (block->config.scheduleSeed != 0) {
+    std::memcpy(block->shared.get() + offset, values, 16);
+  } else {
+    emulation::RemoteStore store{offset, {}};
+    std::memcpy(store.bytes, values, 16);
+    state.stores.push_back(store);
+  }
+  state.bytes -= 16;
+  emulation::checkPhase(*block, state, barrierAddress, site);
+}
+
+void mbarrierArriveCluster(uint32_t barrier, emulation::Site site) {
+  const auto [block, address] = clusterBarrier(barrier, site);
+  emulation::arriveOnce(*block, address, site);
+  emulation::yieldPoint(site);
+}
+
+void mbarrierWaitCluster(uint32_t barrier, int parity, emulation::Site site) { mbarrierWait(barrier, parity, site); }
 
 void wgmmaCommit() {
   emulation::ThreadState& thread = emulation::currentThread();

@@ -55,11 +55,21 @@ struct Config {
   // index): other legal interleavings, still reproducible, for kernels whose warps hand data to
   // each other through barriers a fixed order might satisfy by luck.
   uint64_t scheduleSeed = 0;
+  // Blocks per thread-block cluster along x (a divisor of grid.x, at most 8): the blocks of a
+  // cluster run together, their threads interleaved on one CPU thread, and may reach each other's
+  // shared memory and mbarriers (clusterRank, mapShared, storeAsyncCluster, clusterSync).
+  int clusterX = 1;
 };
 
 // `config` with `seed` as its scheduleSeed.
 inline Config scheduled(Config config, uint64_t seed) {
   config.scheduleSeed = seed;
+  return config;
+}
+
+// `config` with clusters of `blocks` along x.
+inline Config clustered(Config config, int blocks) {
+  config.clusterX = blocks;
   return config;
 }
 
@@ -73,7 +83,9 @@ inline Config scheduled(Config config, uint64_t seed) {
 //   - an ldmatrix of shared bytes that a cp.async still in flight will write (a missing wait or
 //     barrier), or a cp.async to bytes that another one in flight already targets;
 //   - a barrier used with an invalid id or thread count, reached by part of a warp, or that can
-//     never complete; a deadlock is reported with what every thread waits for;
+//     never complete; a deadlock is reported with what every thread waits for (in every block of
+//     the cluster);
+//   - a cluster address that names no block of the cluster or lies outside its shared memory;
 //   - an exception thrown by the kernel.
 class KernelError : public std::runtime_error {
  public:

@@ -18,6 +18,7 @@
 #define FFPA_KERNEL
 #define FFPA_LAUNCH_BOUNDS(threads, blocks)
 #define FFPA_GRID_CONSTANT
+#define FFPA_CLUSTER_DIMS(x, y, z)
 
 namespace ffpa::sm90 {
 struct TensorMapSpec;  // sm90/tensor_map.h
@@ -148,6 +149,19 @@ void mbarrierWait(uint32_t barrier, int parity, emulation::Site site = emulation
 void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
                uint32_t barrier, emulation::Site site = emulation::Site::here());
 void fenceProxyAsync();
+
+// Clusters (Config::clusterX): clusterRank() is the block's rank, mapShared() the cluster address
+// of a shared address in the block of another rank. A storeAsyncCluster lands when the phase of
+// the mbarrier it completes bytes on completes (a reader that does not wait sees the old bytes),
+// or under a seeded schedule at once (a sender that does not wait for the reader to be done with
+// the old bytes overwrites them); clusterSync waits for every thread of every block of the cluster.
+int clusterRank();
+uint32_t mapShared(uint32_t shared, int rank, emulation::Site site = emulation::Site::here());
+void storeAsyncCluster(uint32_t shared, const float (&values)[4], uint32_t barrier,
+                       emulation::Site site = emulation::Site::here());
+void mbarrierArriveCluster(uint32_t barrier, emulation::Site site = emulation::Site::here());
+void mbarrierWaitCluster(uint32_t barrier, int parity, emulation::Site site = emulation::Site::here());
+void clusterSync(emulation::Site site = emulation::Site::here());
 
 // wgmma: each thread computes its own accumulators (in double, rounded once to fp32) when its
 // group is retired, from the shared memory of that moment; until then its accumulators keep their

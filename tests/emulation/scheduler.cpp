@@ -1,5 +1,5 @@
-// Runs the blocks of a launch: each block's threads as fibers on one CPU thread, switching only
-// where a thread waits; several CPU threads take blocks in turn.
+// Runs the blocks of a launch: each cluster's threads (one block's, without clusters) as fibers on
+// one CPU thread, switching only where a thread waits; several CPU threads take clusters in turn.
 #include "emulation/block.h"
 
 #include <algorithm>
@@ -92,6 +92,9 @@ std::string describeDeadlock(const Block& block) {
                  std::to_string(barrier.pending) + " more arrivals and " + std::to_string(barrier.bytes) +
                  " more bytes";
       }
+    } else if (thread->waiting == Waiting::Cluster) {
+      state = "wait at the cluster barrier (" + describe(thread->site) + "), which has " +
+              std::to_string(block.cluster->arrived) + " of the cluster's threads";
     } else {
       const Barrier& barrier = block.barriers[thread->barrier];
       state = "wait at barrier " + std::to_string(thread->barrier) + " (" + describe(thread->site) +
@@ -119,37 +122,103 @@ uint64_t nextDraw(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-void runBlock(Block& block, Dim3 index) {
-  block.reset(index);
-  tBlock = &block;
-  const uint64_t seed = block.config.scheduleSeed;
-  uint64_t draws = seed ^ (uint64_t(index.x) << 42 ^ uint64_t(index.y) << 21 ^ uint64_t(index.z));
-  for (;;) {
-    while (!block.ready.empty()) {
-      if (seed != 0) std::swap(block.ready.front(), block.ready[nextDraw(draws) % block.ready.size()]);
-      tThread = block.threads[block.ready.front()].get();
-      block.ready.pop_front();
-      tThread->fiber.resume();
+// Which thread runs next. Default schedule: the front of the first block (from `turn` on) with
+// ready threads. Seeded: a thread drawn from the ready ones; in a cluster, from one favoured
+// block while it has ready threads, for streaks of up to 4096 picks, so that one block runs far
+// ahead of the others as it may on the GPU (a receiver slow to read what another block sends).
+struct Picker {
+  uint64_t seed;
+  uint64_t draws;
+  std::size_t turn = 0;
+  std::size_t favoured = 0;
+  uint64_t streak = 0;  // picks left in the favoured block's streak
+};
+
+bool pickThread(Cluster& cluster, Picker& picker) {
+  auto& blocks = cluster.blocks;
+  std::size_t readyCount = 0;
+  for (const auto& block : blocks) readyCount += block->ready.size();
+  if (readyCount == 0) return false;
+  if (picker.seed == 0) {
+    while (blocks[picker.turn % blocks.size()]->ready.empty()) ++picker.turn;
+    tBlock = blocks[picker.turn++ % blocks.size()].get();
+  } else {
+    if (blocks.size() > 1) {
+      if (picker.streak == 0) {
+        picker.favoured = nextDraw(picker.draws) % blocks.size();
+        picker.streak = 1 + nextDraw(picker.draws) % 4096;
+      }
+      --picker.streak;
     }
-    tThread = nullptr;
-    std::vector<int> stuck;
-    for (const auto& thread : block.threads) {
-      if (!thread->exited) stuck.push_back(thread->index);
+    Block* chosen = blocks[picker.favoured].get();
+    std::size_t pick = 0;
+    if (!chosen->ready.empty()) {
+      pick = nextDraw(picker.draws) % chosen->ready.size();
+    } else {
+      pick = nextDraw(picker.draws) % readyCount;
+      for (const auto& block : blocks) {
+        if (pick < block->ready.size()) {
+          chosen = block.get();
+          break;
+        }
+        pick -= block->ready.size();
+      }
     }
-    if (stuck.empty()) break;
-    // Nothing can run, yet threads wait: a deadlock (unless the block failed already). Resumed
-    // now, the waiting threads unwind.
-    if (!block.aborted) {
-      block.aborted = true;
-      block.error = describeDeadlock(block);
-    }
-    block.ready.assign(stuck.begin(), stuck.end());
+    std::swap(chosen->ready.front(), chosen->ready[pick]);
+    tBlock = chosen;
   }
-  tBlock = nullptr;
+  tThread = tBlock->threads[tBlock->ready.front()].get();
+  tBlock->ready.pop_front();
+  return true;
 }
 
-Dim3 blockOf(const Config& config, long linear) {
-  const long x = config.grid.x, y = config.grid.y;
+// Runs cluster `index` (its blocks' x indices index * clusterX + rank) to its end.
+void runCluster(Cluster& cluster, Dim3 index) {
+  auto& blocks = cluster.blocks;
+  const int size = static_cast<int>(blocks.size());
+  for (int rank = 0; rank < size; ++rank) blocks[rank]->reset({index.x * size + rank, index.y, index.z});
+  cluster.arrived = 0;
+  cluster.waiting.clear();
+  const Dim3 first = blocks[0]->index;
+  Picker picker;
+  picker.seed = blocks[0]->config.scheduleSeed;
+  picker.draws = picker.seed ^ (uint64_t(first.x) << 42 ^ uint64_t(first.y) << 21 ^ uint64_t(first.z));
+  for (;;) {
+    while (pickThread(cluster, picker)) tThread->fiber.resume();
+    tBlock = nullptr;
+    tThread = nullptr;
+    bool running = false;
+    std::string error;  // the first block's that failed, or a deadlock of the cluster
+    for (const auto& block : blocks) {
+      for (const auto& thread : block->threads) running = running || !thread->exited;
+      if (error.empty() && block->aborted) error = block->error;
+    }
+    // Nothing can run, yet threads wait: a deadlock, or threads waiting for a block of the
+    // cluster that failed. Resumed now, with every block marked failed, the waiting threads unwind.
+    if (error.empty() && running) {
+      for (const auto& block : blocks) {
+        bool stuck = false;
+        for (const auto& thread : block->threads) stuck = stuck || !thread->exited;
+        if (stuck) error += (error.empty() ? "" : "; ") + describeDeadlock(*block);
+      }
+    }
+    for (const auto& block : blocks) {
+      if (!block->aborted && !error.empty()) {
+        block->aborted = true;
+        block->error = error;
+      }
+      block->ready.clear();
+      for (const auto& thread : block->threads) {
+        if (!thread->exited) block->ready.push_back(thread->index);
+      }
+    }
+    if (!running) break;
+  }
+}
+
+// Cluster `linear` of the grid, in units of clusters along x.
+Dim3 clusterOf(const Config& config, long linear) {
+  const long x = config.grid.x / config.clusterX, y = config.grid.y;
   return {static_cast<int>(linear % x), static_cast<int>(linear / x % y),
           static_cast<int>(linear / (x * y))};
 }
@@ -161,6 +230,10 @@ void validate(const Config& config) {
   if (config.blockThreads < 1 || config.blockThreads > 1024) {
     throw std::invalid_argument("emulator: a block has 1 to 1024 threads, not " +
                                 std::to_string(config.blockThreads));
+  }
+  if (config.clusterX < 1 || config.clusterX > 8 || config.grid.x % config.clusterX != 0) {
+    throw std::invalid_argument("emulator: clusters of " + std::to_string(config.clusterX) +
+                                " blocks: 1 to 8 blocks, dividing grid.x = " + std::to_string(config.grid.x));
   }
   if (config.sharedBytes > kMaxSharedBytes) {
     throw std::invalid_argument("emulator: " + std::to_string(config.sharedBytes) +
@@ -277,32 +350,38 @@ namespace detail {
 
 void run(const Config& config, const std::function<void()>& body) {
   validate(config);
-  const long blocks = long{config.grid.x} * config.grid.y * config.grid.z;
-  const long workers = std::min<long>(blocks, std::max(1u, std::thread::hardware_concurrency()));
+  const long clusters = long{config.grid.x} / config.clusterX * config.grid.y * config.grid.z;
+  const long workers = std::min<long>(clusters, std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<long> next{0};
   std::mutex mutex;  // guards the two below
-  long failedBlock = blocks;
+  long failedCluster = clusters;
   std::string failure;
   std::exception_ptr crash;  // the emulator's own failure (out of memory...)
 
   auto work = [&] {
     try {
-      Block block(config, body);
-      for (long i = next++; i < blocks; i = next++) {
-        runBlock(block, blockOf(config, i));
-        if (block.aborted) {
+      Cluster cluster;
+      for (int rank = 0; rank < config.clusterX; ++rank) {
+        cluster.blocks.push_back(std::make_unique<Block>(config, body));
+        cluster.blocks.back()->cluster = &cluster;
+        cluster.blocks.back()->rank = rank;
+      }
+      for (long i = next++; i < clusters; i = next++) {
+        runCluster(cluster, clusterOf(config, i));
+        const Block& failed = *cluster.blocks[0];  // every block of a failed cluster has the error
+        if (failed.aborted) {
           const std::lock_guard<std::mutex> lock(mutex);
-          if (i < failedBlock) {
-            failedBlock = i;
-            failure = block.error;
+          if (i < failedCluster) {
+            failedCluster = i;
+            failure = failed.error;
           }
-          next = blocks;  // starts no further block
+          next = clusters;  // starts no further cluster
         }
       }
     } catch (...) {
       const std::lock_guard<std::mutex> lock(mutex);
       crash = std::current_exception();
-      next = blocks;
+      next = clusters;
     }
   };
   std::vector<std::thread> helpers;
@@ -321,6 +400,7 @@ inline namespace emulated {
 
 int threadIndex() { return emulation::currentThread().index; }
 int blockIndexX() { return emulation::currentBlock().index.x; }
+int clusterRank() { return emulation::currentBlock().rank; }
 int blockIndexY() { return emulation::currentBlock().index.y; }
 int blockIndexZ() { return emulation::currentBlock().index.z; }
 

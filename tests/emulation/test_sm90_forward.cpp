@@ -26,8 +26,10 @@ namespace {
 
 template <class Tag, int kHeadDimV>
 void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+  constexpr int kCluster = ffpa::sm90::clusterSizeFor(kHeadDimV);
   ffpa::emulation::launch(
-      config, [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV>::run(p); },
+      ffpa::emulation::clustered(config, kCluster),
+      [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, kCluster>::run(p); },
       params);
 }
 
@@ -38,6 +40,10 @@ void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::
     case 384: return launchInstance<Tag, 384>(config, params);
     case 448: return launchInstance<Tag, 448>(config, params);
     case 512: return launchInstance<Tag, 512>(config, params);
+    case 640: return launchInstance<Tag, 640>(config, params);
+    case 768: return launchInstance<Tag, 768>(config, params);
+    case 896: return launchInstance<Tag, 896>(config, params);
+    case 1024: return launchInstance<Tag, 1024>(config, params);
     default: throw std::invalid_argument("no sm90 instance for d_v " + std::to_string(headDimV));
   }
 }
@@ -83,6 +89,19 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
   return out;
 }
 
+// Case `index` of a sweep over head dims `dim` (d_qk, d_v): heads, lengths, mask, layout and
+// LSE vary with the index; keys from `kvLength` on, inputs from Random(start + index).
+AttentionCase sweepCase(int index, const int (&dim)[2], DType dtype, int kvLength, uint64_t start) {
+  AttentionCase c;
+  c.dtype = dtype;
+  c.shape = problem(1, 2, index % 2 ? 1 : 2, 70 + 13 * (index % 3), kvLength + 29 * (index % 2), dim[0], dim[1],
+                    kMasks[index % 3]);
+  c.layout = kLayouts[index % 3];
+  c.withLse = index % 4 != 3;
+  c.start = start + index;
+  return c;
+}
+
 void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false) {
   try {
     checkForward(c, runSm90(c, gridDnhb));
@@ -100,16 +119,35 @@ TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA
   int index = 0;
   for (const auto& dim : dims) {
     for (DType dtype : {DType::float16, DType::bfloat16}) {
-      AttentionCase c;
-      c.dtype = dtype;
-      c.shape = problem(1, 2, index % 2 ? 1 : 2, 70 + 13 * (index % 3), 100 + 29 * (index % 2), dim[0], dim[1],
-                        kMasks[index % 3]);
-      c.layout = kLayouts[index % 3];
-      c.withLse = index % 4 != 3;
-      c.start = 900 + index;
-      runAndCheckSm90(c, index % 2 == 1);
+      runAndCheckSm90(sweepCase(index, dim, dtype, 100, 900), index % 2 == 1);
       ++index;
     }
+  }
+}
+
+TEST_CASE("sm90 forward: clusters of two CTAs for d_v 513..1024, each half of the head dims") {
+  // Rank 1 of d_qk 64 holds no Q/K block (its partial S is 0); d_v 528 leaves rank 1 a partial
+  // block and an empty one; 1024 / 1024 is the largest shared-memory layout.
+  const int dims[][2] = {{1024, 1024}, {640, 640}, {768, 768}, {896, 896}, {576, 528}, {64, 1008}, {1024, 656}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    runAndCheckSm90(sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 90, 1000), index % 2 == 1);
+    ++index;
+  }
+}
+
+TEST_CASE("sm90 forward: the two CTAs of a cluster interleaved in shuffled orders") {
+  // The partial scores cross between the CTAs on the Exchange full / empty mbarriers only. Under
+  // these seeded schedules st.async lands at once and one CTA runs far ahead of the other for
+  // long streaks: a sender that does not wait for Exchange empty overwrites a partial not read
+  // yet (the cases above, unseeded, catch a receiver that does not wait for Exchange full).
+  AttentionCase c;
+  c.shape = problem(1, 1, 1, 100, 333, 768, 1024, CausalMask::bottom_right);
+  c.dtype = DType::bfloat16;
+  c.start = 1010;
+  for (const uint64_t seed : {1u, 2u}) {
+    c.scheduleSeed = seed;
+    runAndCheckSm90(c);
   }
 }
 

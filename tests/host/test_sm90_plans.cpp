@@ -1,5 +1,6 @@
 // The plans of the sm90 forward kernel on described devices: with FFPA_POLICY_HOPPER_KERNELS on,
-// on compute capability 9.0 it serves d_v 257..512 (d_qk <= 576) in fp16 and bf16 before the
+// on compute capability 9.0 it serves d_v 257..512 (d_qk <= 576) with one CTA per 64 rows and
+// d_v 513..1024 (d_qk <= 1024) with clusters of two, in fp16 and bf16, before the
 // mma.sync kernels; elsewhere, or when the caller sets a knob only the mma.sync kernels have, the
 // plan says why it was passed over.
 #include "plan_text.h"
@@ -56,7 +57,7 @@ TEST_CASE("without sm_90a code the H100 plan says so and uses the mma.sync kerne
   CHECK_HAS(d.text, "skipped: sm90.forward: this build compiles no sm_90a code");
 }
 
-TEST_CASE("the sm90 forward serves d_v 257..512 on compute capability 9.0") {
+TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   if (!hopperCompiled()) {
     MESSAGE("skipped: this build compiles no sm_90a code");
     return;
@@ -73,6 +74,10 @@ TEST_CASE("the sm90 forward serves d_v 257..512 on compute capability 9.0") {
       {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.forward.bf16.d512"},  // absorbed MLA
       {FFPA_DATA_TYPE_FLOAT16, 384, 272, "sm90.forward.f16.d320"},
       {FFPA_DATA_TYPE_FLOAT16, 448, 448, "sm90.forward.f16.d448"},
+      {FFPA_DATA_TYPE_BFLOAT16, 1024, 1024, "sm90.forward.bf16.d1024"},
+      {FFPA_DATA_TYPE_FLOAT16, 576, 528, "sm90.forward.f16.d640"},
+      {FFPA_DATA_TYPE_FLOAT16, 64, 768, "sm90.forward.f16.d768"},
+      {FFPA_DATA_TYPE_BFLOAT16, 896, 880, "sm90.forward.bf16.d896"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.kernel);
@@ -89,6 +94,14 @@ TEST_CASE("the sm90 forward serves d_v 257..512 on compute capability 9.0") {
   CHECK_HAS(describeForward(h, p512).config, "columns=256+256");
   const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
   CHECK_HAS(describeForward(h, p320).config, "columns=192+128");
+  CHECK_HAS(describeForward(h, p512).config, "cluster=1 ");
+  // Above 512, two CTAs of a cluster split the head dims and exchange partial scores; the grid
+  // has two CTAs per 64 rows.
+  const Problem p1024(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 1024, 1024);
+  const Described d1024 = describeForward(h, p1024);
+  CHECK_HAS(d1024.config, "cluster=2 columns=256+256 exchange=S:dsmem");
+  const Problem p640(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 640, 640);
+  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=192+128");
 }
 
 TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels, saying why") {
@@ -103,9 +116,8 @@ TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels
     const char* why;
   };
   const Case cases[] = {
-      {256, 256, "d_v = 256 is outside the sm90 forward's 257..512"},
-      {1024, 1024, "d_v = 1024 is outside"},
-      {640, 512, "d_qk = 640 is not a multiple of 16 up to 576"},
+      {256, 256, "d_v = 256 is outside the sm90 forward's 257..1024"},
+      {640, 512, "d_qk = 640 is not a multiple of 16 up to 576 (with d_v = 512)"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.why);

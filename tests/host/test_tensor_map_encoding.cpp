@@ -147,3 +147,44 @@ TEST_CASE("sm90 forward: strides TMA cannot step are refused at planning time") 
   p.headDimV = 504;
   CHECK(forwardRefusal(p) == "d_v = 504 is not a multiple of 16");
 }
+
+TEST_CASE("sm90 forward: d_v above 512 runs in clusters of two CTAs, each with half of the head dims") {
+  AttentionProblem p = mlaProblem();
+  p.headDimQk = 1024;
+  p.headDimV = 1024;
+  p.q = {300 * 8 * 1024, 1024, 8 * 1024, 1};
+  p.k = {200 * 2 * 1024, 1024, 2 * 1024, 1};
+  p.v = {2 * 200 * 1024, 200 * 1024, 1024, 1};
+  p.o = {8 * 300 * 1024, 300 * 1024, 1024, 1};
+  CHECK(forwardRefusal(p).empty());
+  CHECK(instanceHeadDimV(p.headDimV) == 1024);
+  alignas(16) static char tensor[16];
+  TensorArgs args;
+  args.q = args.k = args.v = tensor;
+  const ForwardCall call = describeForwardCall(p, args, false);
+  CHECK(call.clusterSize == 2);
+  CHECK(call.grid[0] == 2 * 5);  // two CTAs per 64 rows
+  // Each CTA keeps 8 of the 16 blocks of Q, K and V, two P slots and the received partial S:
+  // the largest layout, within the 227 KiB an H100 block may opt in to.
+  const ForwardArguments& a = call.arguments;
+  CHECK(a.kOffset - a.qOffset == 8 * kBlockBytes);
+  CHECK(a.pOffset - a.vOffset == 8 * kBlockBytes);
+  CHECK(a.statsOffset - a.exchangeOffset == kExchangeBytes);
+  CHECK(a.sharedBytes <= 227u * 1024);
+  // The maps cover the whole head dims; each CTA addresses its share by column.
+  CHECK(tiledEncoding(call.q).dims[0] == 1024);
+
+  // Uneven shares: rank 0 holds ceil(blocks / 2) blocks, rank 1 the rest, maybe none.
+  CHECK(blockShare(9, 2, 0).first == 0);
+  CHECK(blockShare(9, 2, 0).count == 5);
+  CHECK(blockShare(9, 2, 1).first == 5);
+  CHECK(blockShare(9, 2, 1).count == 4);
+  CHECK(blockShare(1, 2, 1).count == 0);
+  CHECK(blockShare(9, 1, 0).count == 9);
+  // d_v 513..1024 rounds up to whole blocks per CTA (a multiple of 128); up to 512, of 64.
+  CHECK(instanceHeadDimV(528) == 640);
+  CHECK(instanceHeadDimV(656) == 768);
+  CHECK(instanceHeadDimV(272) == 320);
+  p.headDimV = 1040;
+  CHECK(forwardRefusal(p) == "d_v = 1040 is outside the sm90 forward's 257..1024");
+}

@@ -658,8 +658,9 @@ impl ffpaPolicyKnob {
 }
 impl ffpaPolicyKnob {
     #[doc = " Bool, default 0 (experimental until it has been validated on Hopper GPUs): 1 runs the"]
-    #[doc = "  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512, d_qk"]
-    #[doc = "  up to 576, fp16 and bf16) on compute capability 9.0 where it applies. The `mma.sync`"]
+    #[doc = "  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512 with"]
+    #[doc = "  d_qk up to 576, and d_v 513..1024 with d_qk up to 1024 on clusters of two CTAs; fp16 and"]
+    #[doc = "  bf16) on compute capability 9.0 where it applies. The `mma.sync`"]
     #[doc = "  kernels serve the rest, and everything when any other kernel knob except"]
     #[doc = "  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape"]
     #[doc = "  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:"]

@@ -204,7 +204,8 @@ struct ForwardKernel {
       const float part[4] = {score[4 * i], score[4 * i + 1], score[4 * i + 2], score[4 * i + 3]};
       storeAsyncCluster(buffer + (i * 128 + t) * 16, part, full);
     }
-    mbarrierWait(s.barrier(kExchangeFull), tile & 1);
+    // st.async completes its bytes with release at cluster scope: acquire at cluster scope too.
+    mbarrierWaitCluster(s.barrier(kExchangeFull), tile & 1);
     #pragma unroll
     for (int i = 0; i < kScoreRegisters / 4; ++i) {
       const float* received = s.exchanged + 4 * (i * 128 + t);
@@ -223,7 +224,9 @@ struct ForwardKernel {
     // k16 steps over the CTA's d_qk columns (a partial last block holds d_qk % 64 of them).
     const int qkColumns = at.qk.count * kBlockColumns;
     const int qkLeft = p.headDimQk - at.qk.first * kBlockColumns;
-    const int qkSteps = (qkColumns < qkLeft ? qkColumns : qkLeft) / 16;
+    // (Rank 1 of d_qk <= 64 holds none: qkLeft <= 0, no steps.)
+    const int qkShared = qkColumns < qkLeft ? qkColumns : qkLeft;
+    const int qkSteps = qkShared > 0 ? qkShared / 16 : 0;
     float o[kColumns0 / 2];
     for (float& value : o) value = 0.0f;
     float max[2] = {kNegativeInfinity, kNegativeInfinity};

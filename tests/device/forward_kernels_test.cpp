@@ -777,7 +777,7 @@ TEST_CASE("sm90 forward: d_v 257-1024 across tails, masks, head groups, layouts 
     cases.push_back(fast_case);
   }
   // d_v that are not whole 64-column blocks, d_qk != d_v both ways, one query row, many KV tiles;
-  // above 512, clusters of two CTAs (rank 1 with no d_qk block at d_qk = 64, a partial and an
+  // above 512, clusters of two CTAs (rank 1 with no d_qk block at d_qk = 64 and 48, a partial and an
   // empty V block at d_v = 528).
   const struct {
     int64_t b, hq, hkv, nq, nkv, dqk, dv;
@@ -793,6 +793,7 @@ TEST_CASE("sm90 forward: d_v 257-1024 across tails, masks, head groups, layouts 
       {2, 2, 2, 129, 70, 576, 528, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
       {1, 3, 1, 1, 333, 64, 1008, CausalMask::top_left, DType::bfloat16, LayoutKind::padded_aligned},
       {1, 2, 2, 200, 200, 896, 656, CausalMask::top_left, DType::float16, LayoutKind::bhnd},
+      {1, 2, 1, 100, 150, 48, 640, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
   };
   uint64_t start = 46000;
   for (const auto& e : extra) {

@@ -126,9 +126,10 @@ TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA
 }
 
 TEST_CASE("sm90 forward: clusters of two CTAs for d_v 513..1024, each half of the head dims") {
-  // Rank 1 of d_qk 64 holds no Q/K block (its partial S is 0); d_v 528 leaves rank 1 a partial
+  // Rank 1 of d_qk 64 or 48 holds no Q/K block (its partial S is 0); d_v 528 leaves rank 1 a partial
   // block and an empty one; 1024 / 1024 is the largest shared-memory layout.
-  const int dims[][2] = {{1024, 1024}, {640, 640}, {768, 768}, {896, 896}, {576, 528}, {64, 1008}, {1024, 656}};
+  const int dims[][2] = {{1024, 1024}, {640, 640}, {768, 768}, {896, 896}, {576, 528}, {64, 1008}, {1024, 656},
+                         {48, 640}};
   int index = 0;
   for (const auto& dim : dims) {
     runAndCheckSm90(sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 90, 1000), index % 2 == 1);

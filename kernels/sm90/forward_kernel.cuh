@@ -221,12 +221,7 @@ struct ForwardKernel {
   template <bool kMayEmulate>
   static FFPA_DEVICE void consume0(const ForwardParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    // k16 steps over the CTA's d_qk columns (a partial last block holds d_qk % 64 of them).
-    const int qkColumns = at.qk.count * kBlockColumns;
-    const int qkLeft = p.headDimQk - at.qk.first * kBlockColumns;
-    // (Rank 1 of d_qk <= 64 holds none: qkLeft <= 0, no steps.)
-    const int qkShared = qkColumns < qkLeft ? qkColumns : qkLeft;
-    const int qkSteps = qkShared > 0 ? qkShared / 16 : 0;
+    const int qkSteps = columnsHeld(p.headDimQk, at.qk) / 16;  // k16 steps over the CTA's d_qk share
     float o[kColumns0 / 2];
     for (float& value : o) value = 0.0f;
     float max[2] = {kNegativeInfinity, kNegativeInfinity};

@@ -55,6 +55,14 @@ constexpr BlockShare blockShare(int blocks, int clusterSize, int rank) {
   const int left = blocks - first;
   return {first, left < 0 ? 0 : (left < each ? left : each)};
 }
+
+// The columns of a head dim of `headDim` that `share` holds (a partial last block holds
+// headDim % 64 of them; an empty share none).
+constexpr int columnsHeld(int headDim, BlockShare share) {
+  const int held = share.count * kBlockColumns;
+  const int left = headDim - share.first * kBlockColumns;
+  return share.count == 0 ? 0 : (held < left ? held : left);
+}
 // Output columns of consumer 0 (the larger half, in whole blocks) and of consumer 1.
 constexpr int consumer0Columns(int headDimV) { return (columnBlocks(headDimV) + 1) / 2 * kBlockColumns; }
 constexpr int consumer1Columns(int headDimV) { return columnBlocks(headDimV) / 2 * kBlockColumns; }
@@ -116,9 +124,10 @@ struct ForwardParams : ForwardArguments {
   TensorMap vMap;
 };
 
-// Fills the layout fields of `p` (headDimQk and headDimV must be set) for one CTA of a cluster of
-// `clusterSize`; returns the dynamic shared memory the launch needs.
-inline uint32_t forwardLayout(ForwardArguments& p, int clusterSize) {
+// Fills the layout fields of `p` (headDimQk and headDimV must be set) for one CTA of the cluster
+// d_v asks for; returns the dynamic shared memory the launch needs.
+inline uint32_t forwardLayout(ForwardArguments& p) {
+  const int clusterSize = clusterSizeFor(p.headDimV);
   const uint32_t qkBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
   uint32_t offset = 0;
   p.qOffset = offset;

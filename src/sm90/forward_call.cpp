@@ -58,6 +58,10 @@ int instanceHeadDimV(int64_t headDimV) {
   return static_cast<int>((headDimV + multiple - 1) / multiple * multiple);
 }
 
+int64_t gridBlocksX(const AttentionProblem& p) {
+  return (p.seqQ + kRows - 1) / kRows * clusterSizeFor(static_cast<int>(p.headDimV));
+}
+
 std::string forwardRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
     return "the sm90 forward computes fp16 and bf16";
@@ -95,11 +99,11 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
   call.clusterSize = clusterSizeFor(a.headDimV);
-  forwardLayout(a, call.clusterSize);
+  forwardLayout(a);
   call.q = mapOf(tensors.q, 2, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = mapOf(tensors.k, 2, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
   call.v = mapOf(tensors.v, 2, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
-  gridExtents((p.seqQ + kRows - 1) / kRows * call.clusterSize, p.batch, p.headsQ, gridDnhb, call.grid);
+  gridExtents(gridBlocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }
 

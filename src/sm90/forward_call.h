@@ -23,6 +23,9 @@ std::string forwardRefusal(const AttentionProblem& problem);
 // of 128 above (a cluster of two CTAs of whole 64-column blocks each).
 int instanceHeadDimV(int64_t headDimV);
 
+// The grid's x extent for `problem`: CTAs per cluster times the 64-row tiles of the queries.
+int64_t gridBlocksX(const AttentionProblem& problem);
+
 struct ForwardCall {
   ForwardArguments arguments;  // layout filled
   TensorMapSpec q, k, v;

@@ -88,7 +88,7 @@ uint32_t sharedBytesOf(const AttentionProblem& problem) {
   ForwardArguments a{};
   a.headDimQk = static_cast<int32_t>(problem.headDimQk);
   a.headDimV = static_cast<int32_t>(problem.headDimV);
-  return forwardLayout(a, clusterSizeFor(a.headDimV));
+  return forwardLayout(a);
 }
 
 // What the planner decided, or why not.
@@ -122,8 +122,8 @@ Resolution resolve(const PlanRequest& r) {
                              r.device.sharedMemPerBlockOptin));
   }
   uint32_t grid[3];
-  const int64_t tiles = (problem.seqQ + kRows - 1) / kRows * clusterSizeFor(static_cast<int>(problem.headDimV));
-  if (auto why = chooseGrid(r.policy, tiles, problem.batch, problem.headsQ, d.gridDnhb, grid, d.notes)) {
+  if (auto why =
+          chooseGrid(r.policy, gridBlocksX(problem), problem.batch, problem.headsQ, d.gridDnhb, grid, d.notes)) {
     return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
   }
   return d;

@@ -21,9 +21,9 @@
 #include "common/element.cuh"
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
-#include "sm80/cta_geometry.cuh"
 #include "sm90/forward_params.h"
 #include "sm90/ptx.cuh"
+#include "sm90/warpgroup_tiles.cuh"
 
 namespace ffpa::kernels::sm90 {
 
@@ -36,7 +36,6 @@ struct ForwardKernel {
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
-  static constexpr int kScoreRegisters = kKeys / 2;              // S[64, 64] over 128 threads
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = 240;
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
@@ -45,7 +44,6 @@ struct ForwardKernel {
   static_assert(kHeadDimV % (kBlockColumns * kCluster) == 0, "d_v: whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 512,
                 "128..512 columns per CTA (two consumers of whole 64-column blocks)");
-  static_assert(kScoreRegisters % 4 == 0, "partial scores travel in 16-byte stores");
   static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
   static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
 
@@ -54,28 +52,18 @@ struct ForwardKernel {
     uint32_t q, k, v, p;
     float* rowScale;     // [2 slots][64 rows]: exp2(old max - new max)
     float* rowInverse;   // [64 rows]: 1 / row sum at the end
-    uint32_t exchange;   // [kScoreRegisters / 4][128 threads] float4: the other CTA's partial S
+    uint32_t exchange;   // [kTileRegisters / 4][128 threads] float4: the other CTA's partial S
     const float* exchanged;
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
 
-  struct Position {
-    int firstRow;
-    int64_t batch;
-    int64_t head;
-    int64_t kvHead;
-    int tiles;  // KV tiles the CTA's rows see
-    int rank;   // in the cluster
-    BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
-  };
+  using Position = RowTile;
 
   static FFPA_DEVICE Shared locateShared(const ForwardParams& p) {
-    unsigned char* raw = sharedMemory();
-    const uint32_t rawAddress = sharedAddress(raw);
-    const uint32_t pad = (1024u - rawAddress % 1024u) % 1024u;
-    unsigned char* base = raw + pad;
-    const uint32_t address = rawAddress + pad;
+    const AlignedShared shared = alignedShared();
+    unsigned char* base = shared.base;
+    const uint32_t address = shared.address;
     Shared s;
     s.q = address + p.qOffset;
     s.k = address + p.kOffset;
@@ -89,73 +77,19 @@ struct ForwardKernel {
     return s;
   }
 
-  static FFPA_DEVICE Position locate(const ForwardParams& p) {
-    const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
-    Position at;
-    at.rank = kCluster == 1 ? 0 : clusterRank();
-    at.firstRow = blockIndexX() / kCluster * kRows;
-    at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
-    at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
-    at.batch = grid.batch;
-    at.head = grid.head;
-    at.kvHead = grid.head / p.groupSize;
-    at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, at.firstRow, kRows, p.causal,
-                                                    p.causalOffset);
-    return at;
-  }
-
   // --- producer ---------------------------------------------------------------------------------
 
-  // Loads the 64 x 64 boxes `blocks` of `map` at row `row` into `shared`, completing on `barrier`.
-  static FFPA_DEVICE void loadTile(const TensorMap* map, uint32_t shared, BlockShare blocks, int row,
-                                   const Position& at, int64_t head, uint32_t barrier) {
-    mbarrierArriveExpectTx(barrier, blocks.count * kBlockBytes);
-    for (int b = 0; b < blocks.count; ++b) {
-      tmaLoad4d(shared + b * kBlockBytes, map, (blocks.first + b) * kBlockColumns, row, int(head), int(at.batch),
-                barrier);
-    }
-  }
-
   static FFPA_DEVICE void produce(const ForwardParams& p, const Shared& s, const Position& at) {
-    loadTile(&p.qMap, s.q, at.qk, at.firstRow, at, at.head, s.barrier(kQFull));
+    loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kQFull));
     for (int tile = 0; tile < at.tiles; ++tile) {
       if (tile > 0) mbarrierWait(s.barrier(kKEmpty), (tile - 1) & 1);
-      loadTile(&p.kMap, s.k, at.qk, tile * kKeys, at, at.kvHead, s.barrier(kKFull));
+      loadBlocks(&p.kMap, s.k, at.qk, tile * kKeys, at.kvHead, at.batch, s.barrier(kKFull));
       if (tile > 0) mbarrierWait(s.barrier(kVEmpty), (tile - 1) & 1);
-      loadTile(&p.vMap, s.v, at.v, tile * kKeys, at, at.kvHead, s.barrier(kVFull));
+      loadBlocks(&p.vMap, s.v, at.v, tile * kKeys, at.kvHead, at.batch, s.barrier(kVFull));
     }
   }
 
-  // --- consumers: fragments of a 64-row wgmma accumulator ---------------------------------------
-
-  struct Lane {
-    int warp;   // of the warpgroup: rows 16 * warp .. +15
-    int group;  // lane / 4
-    int quad;   // lane % 4
-    FFPA_DEVICE int row(int half) const { return 16 * warp + group + 8 * half; }
-  };
-
-  static FFPA_DEVICE Lane lane() {
-    const int t = threadIndex() % 128;
-    return {t / 32, t % 32 / 4, t % 4};
-  }
-
-  // O[64, N] += P[64, 64] V[64 keys, first column .. + N] (four k16 steps).
-  template <int N>
-  static FFPA_DEVICE void accumulatePV(float (&o)[N / 2], uint32_t pSlot, uint32_t v) {
-    wgmmaFence();
-    #pragma unroll
-    for (int step = 0; step < kKeys / 16; ++step) {
-      // P: K-major, step s 32 bytes into its rows. V: N-major, 16 keys = 2048 bytes per step,
-      // 64-column blocks kBlockBytes apart.
-      const uint64_t a = matrixDescriptor(pSlot + 32 * step, 16, 1024);
-      const uint64_t b = matrixDescriptor(v + 2048 * step, kBlockBytes, 1024);
-      wgmmaSS<N, true>(o, a, b, true, Tag());
-    }
-    wgmmaCommit();
-    wgmmaWait<0>();
-    wgmmaFenceOperands(o);
-  }
+  // --- consumers ---------------------------------------------------------------------------------
 
   template <int N>
   static FFPA_DEVICE void rescale(float (&o)[N / 2], const float (&factor)[2]) {
@@ -188,34 +122,6 @@ struct ForwardKernel {
 
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------
 
-  // Cluster of two: adds the other CTA's partial S of tile `tile` to this CTA's (`score`), after
-  // sending it this one. Thread t's 32 scores travel as 8 float4 at [i][t], so that a warp's
-  // stores and loads cover 512 contiguous bytes.
-  static FFPA_DEVICE void exchangeScores(const Shared& s, const Position& at, float (&score)[kScoreRegisters],
-                                         int tile) {
-    const int t = threadIndex() % 128;
-    const int other = 1 - at.rank;
-    if (t == 0) mbarrierArriveExpectTx(s.barrier(kExchangeFull), kExchangeBytes);
-    if (tile > 0) mbarrierWaitCluster(s.barrier(kExchangeEmpty), (tile - 1) & 1);
-    const uint32_t buffer = mapShared(s.exchange, other);
-    const uint32_t full = mapShared(s.barrier(kExchangeFull), other);
-    #pragma unroll
-    for (int i = 0; i < kScoreRegisters / 4; ++i) {
-      const float part[4] = {score[4 * i], score[4 * i + 1], score[4 * i + 2], score[4 * i + 3]};
-      storeAsyncCluster(buffer + (i * 128 + t) * 16, part, full);
-    }
-    // st.async completes its bytes with release at cluster scope: acquire at cluster scope too.
-    mbarrierWaitCluster(s.barrier(kExchangeFull), tile & 1);
-    #pragma unroll
-    for (int i = 0; i < kScoreRegisters / 4; ++i) {
-      const float* received = s.exchanged + 4 * (i * 128 + t);
-      #pragma unroll
-      for (int e = 0; e < 4; ++e) score[4 * i + e] += received[e];
-    }
-    // The other CTA may send the next tile's partial; after the last tile it may have exited.
-    if (tile + 1 < at.tiles) mbarrierArriveCluster(mapShared(s.barrier(kExchangeEmpty), other));
-  }
-
   // kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0), a separate copy so
   // that the default path carries no test of p.exp2Emulated per exponential.
   template <bool kMayEmulate>
@@ -228,23 +134,14 @@ struct ForwardKernel {
     float sum[2] = {0.0f, 0.0f};  // this thread's part of the row sums
     if (at.tiles > 0) mbarrierWait(s.barrier(kQFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
-      float score[kScoreRegisters];
+      float score[kTileRegisters];
       mbarrierWait(s.barrier(kKFull), tile & 1);
-      wgmmaFenceOperands(score);
-      wgmmaFence();
-      for (int step = 0; step < qkSteps; ++step) {
-        const uint32_t offset = (step / 4) * kBlockBytes + (step % 4) * 32;
-        wgmmaSS<kKeys, false>(score, matrixDescriptor(s.q + offset, 16, 1024),
-                              matrixDescriptor(s.k + offset, 16, 1024), step > 0, Tag());
-      }
-      wgmmaCommit();
-      wgmmaWait<0>();
-      wgmmaFenceOperands(score);
+      scoreProduct<Tag>(score, s.q, s.k, qkSteps);
       mbarrierArrive(s.barrier(kKEmpty));
-      if (qkSteps == 0) {  // a rank holding no d_qk block (d_qk <= 64 in a cluster)
-        for (float& value : score) value = 0.0f;
+      if constexpr (kCluster > 1) {
+        exchangePartial({s.exchange, s.exchanged, s.barrier(kExchangeFull), s.barrier(kExchangeEmpty)}, score,
+                        at.rank, tile, at.tiles);
       }
-      if constexpr (kCluster > 1) exchangeScores(s, at, score, tile);
 
       // Online softmax: mask, scale to log2 units, new row maxima over the 4 lanes of a row.
       float factor[2];
@@ -296,26 +193,17 @@ struct ForwardKernel {
       const int slot = tile & 1;
       if (tile >= 2) mbarrierWait(s.barrier(kPEmpty0 + slot), (tile / 2 - 1) & 1);
       const uint32_t pSlot = s.p + slot * kBlockBytes;
-      unsigned char* pBytes = sharedMemory() + (pSlot - sharedAddress(sharedMemory()));
-      #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = me.row(half);
-        #pragma unroll
-        for (int j = 0; j < kKeys / 8; ++j) {
-          // Row `row`, 16-byte unit j, swizzled with the row within its 8-row group.
-          const uint32_t offset = row * 128 + ((j ^ (row % 8)) * 16) + 4 * me.quad;
-          const float* pair = &score[4 * j + 2 * half];
-          *reinterpret_cast<uint32_t*>(pBytes + offset) = packPair(pair[0], pair[1], Tag());
-        }
-        if (me.quad == 0) s.rowScale[slot * kRows + row] = factor[half];
+      storeTile16<Tag>(pSlot, score, me);
+      if (me.quad == 0) {
+        s.rowScale[slot * kRows + me.row(0)] = factor[0];
+        s.rowScale[slot * kRows + me.row(1)] = factor[1];
       }
-      fenceProxyAsync();  // P is read by wgmma, the async proxy
       mbarrierArrive(s.barrier(kPFull0 + slot));
       mbarrierWait(s.barrier(kPFull0 + slot), (tile / 2) & 1);  // all of P is written
 
       rescale<kColumns0>(o, factor);
       mbarrierWait(s.barrier(kVFull), tile & 1);
-      accumulatePV<kColumns0>(o, pSlot, s.v);
+      accumulateKeyProduct<kColumns0, Tag>(o, pSlot, s.v);
       mbarrierArrive(s.barrier(kVEmpty));
     }
 
@@ -353,7 +241,8 @@ struct ForwardKernel {
       const float factor[2] = {s.rowScale[slot * kRows + me.row(0)], s.rowScale[slot * kRows + me.row(1)]};
       rescale<kColumns1>(o, factor);
       mbarrierWait(s.barrier(kVFull), tile & 1);
-      accumulatePV<kColumns1>(o, s.p + slot * kBlockBytes, s.v + (kColumns0 / kBlockColumns) * kBlockBytes);
+      accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes,
+                                           s.v + (kColumns0 / kBlockColumns) * kBlockBytes);
       mbarrierArrive(s.barrier(kVEmpty));
       mbarrierArrive(s.barrier(kPEmpty0 + slot));
     }
@@ -364,28 +253,18 @@ struct ForwardKernel {
 
   static FFPA_DEVICE void run(const ForwardParams& p) {
     const Shared s = locateShared(p);
-    const Position at = locate(p);
+    const Position at = locateRowTile<kCluster>(p);
     const int warpgroup = threadIndex() / 128;
-    if (threadIndex() == 0) {
-      mbarrierInit(s.barrier(kQFull), 1);
-      mbarrierInit(s.barrier(kKFull), 1);
-      mbarrierInit(s.barrier(kKEmpty), 128);
-      mbarrierInit(s.barrier(kVFull), 1);
-      mbarrierInit(s.barrier(kVEmpty), 256);
-      for (int slot = 0; slot < 2; ++slot) {
-        mbarrierInit(s.barrier(kPFull0 + slot), 128);
-        mbarrierInit(s.barrier(kPEmpty0 + slot), 128);
-      }
-      mbarrierInit(s.barrier(kExchangeFull), 1);
-      mbarrierInit(s.barrier(kExchangeEmpty), 128);
-      fenceBarrierInit();
-    }
-    // A cluster's CTAs reach each other's barriers only once both initialised theirs.
-    if constexpr (kCluster > 1) {
-      clusterSync();
-    } else {
-      blockBarrier();
-    }
+    // Arrivals per phase of each mbarrier (Barrier order).
+    const int arrivals[kBarrierCount] = {
+        1,         // Q full: the producer's expect_tx
+        1, 128,    // K full; K empty: consumer 0
+        1, 256,    // V full; V empty: both consumers
+        128, 128,  // P full per slot: consumer 0
+        128, 128,  // P empty per slot: consumer 1
+        1, 128,    // Exchange full: one expect_tx; Exchange empty: the other CTA's consumer 0
+    };
+    initBarriers<kCluster>(s.barrier(0), arrivals);
     // One branch per warpgroup role, so that setmaxnreg applies (no C7508).
     if (warpgroup == 0) {
       decreaseRegisters<kProducerRegisters>();

@@ -3,6 +3,7 @@
 #include "reference/reference_variants.h"
 #include "sm80/backward_variant.h"
 #include "sm80/forward_variant.h"
+#include "sm90/backward_variant.h"
 #include "sm90/forward_variant.h"
 
 #include <algorithm>
@@ -23,6 +24,7 @@ const KernelRegistry& builtinKernels() {
     sm80::registerForwardVariant(r);
     sm80::registerBackwardVariant(r);
     sm90::registerForwardVariant(r);
+    sm90::registerBackwardVariant(r);
     return r;
   }();
   return registry;

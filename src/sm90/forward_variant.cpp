@@ -33,27 +33,6 @@ const ForwardInstance* findInstance(const AttentionProblem& problem) {
   return nullptr;
 }
 
-// The knobs of seed 000 that shape the mma.sync kernels only (the grid layout is honoured here).
-// A value other than the default asks for those kernels.
-constexpr ffpaPolicyKnob_t kMmaSyncKnobs[] = {
-    FFPA_POLICY_ACCUMULATOR,     FFPA_POLICY_PREFETCH_QKV,    FFPA_POLICY_QKV_SMEM_SHARE,
-    FFPA_POLICY_SMEM_SWIZZLE_Q,  FFPA_POLICY_SMEM_SWIZZLE_K,  FFPA_POLICY_SMEM_SWIZZLE_V,
-    FFPA_POLICY_PERSIST_Q_G2S,   FFPA_POLICY_PERSIST_KV_G2S,  FFPA_POLICY_PERSIST_Q_S2R,
-    FFPA_POLICY_PERSIST_V_S2R,   FFPA_POLICY_REGISTERS_PIPE_KV, FFPA_POLICY_STAGES,
-};
-
-std::string mmaSyncKnobSet(const Policy& policy) {
-  for (const ffpaPolicyKnob_t knob : kMmaSyncKnobs) {
-    const KnobSpec& spec = knobSpec(knob);
-    const int64_t value = policy.value(knob);
-    if (value != spec.defaultValue) {
-      const std::string shown = spec.type == FFPA_POLICY_TYPE_ENUM ? knobValueName(knob, value) : cat(value);
-      return cat(spec.name, "=", shown, " is a knob of the mma.sync kernels");
-    }
-  }
-  return {};
-}
-
 // The kernel takes its parameters by value (the maps as __grid_constant__ CUtensorMaps, which
 // must stay 64-byte aligned): within the 4 KiB of kernel parameters of every CUDA 12 driver.
 static_assert(sizeof(ForwardParams) <= 4096, "sm90 forward parameters exceed 4 KiB");
@@ -153,6 +132,27 @@ Plan plan(const PlanRequest& r) {
 }
 
 }  // namespace
+
+// The knobs of seed 000 that shape the mma.sync kernels only (the grid layout is honoured here).
+// A value other than the default asks for those kernels.
+constexpr ffpaPolicyKnob_t kMmaSyncKnobs[] = {
+    FFPA_POLICY_ACCUMULATOR,     FFPA_POLICY_PREFETCH_QKV,    FFPA_POLICY_QKV_SMEM_SHARE,
+    FFPA_POLICY_SMEM_SWIZZLE_Q,  FFPA_POLICY_SMEM_SWIZZLE_K,  FFPA_POLICY_SMEM_SWIZZLE_V,
+    FFPA_POLICY_PERSIST_Q_G2S,   FFPA_POLICY_PERSIST_KV_G2S,  FFPA_POLICY_PERSIST_Q_S2R,
+    FFPA_POLICY_PERSIST_V_S2R,   FFPA_POLICY_REGISTERS_PIPE_KV, FFPA_POLICY_STAGES,
+};
+
+std::string mmaSyncKnobSet(const Policy& policy) {
+  for (const ffpaPolicyKnob_t knob : kMmaSyncKnobs) {
+    const KnobSpec& spec = knobSpec(knob);
+    const int64_t value = policy.value(knob);
+    if (value != spec.defaultValue) {
+      const std::string shown = spec.type == FFPA_POLICY_TYPE_ENUM ? knobValueName(knob, value) : cat(value);
+      return cat(spec.name, "=", shown, " is a knob of the mma.sync kernels");
+    }
+  }
+  return {};
+}
 
 bool compiled() { return !instances().empty(); }
 

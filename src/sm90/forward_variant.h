@@ -20,6 +20,11 @@ std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV);
 // Whether this build compiled the sm_90a kernels (build_arch contains 90a).
 bool compiled();
 
+// The first knob of seed 000 that shapes the mma.sync kernels only and that `policy` sets to other
+// than its default, as "NAME=value is a knob of the mma.sync kernels"; empty when none is. The
+// sm90 kernels then step aside, so that the knob is honoured.
+std::string mmaSyncKnobSet(const Policy& policy);
+
 void registerForwardVariant(KernelRegistry& registry);
 
 }  // namespace ffpa::sm90

@@ -94,4 +94,12 @@ void check_nearly_identical(const std::string& context, const std::string& name,
                             const ffpa_tools::HostTensor& actual,
                             const ffpa_tools::HostTensor& expected);
 
+// The items of the list `key` of ffpaGetBuildInfo() ("...; head dims 128,256,320; ..."); empty
+// when the text has no such list.
+std::vector<std::string> build_info_list(const std::string& key);
+
+// Whether the build compiled sm_90a code and the GPU is of compute capability 9.0 (the sm_90a
+// kernels' only target); when not, a MESSAGE saying which is missing.
+bool hopper_runs_here();
+
 }  // namespace device_tests

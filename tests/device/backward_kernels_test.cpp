@@ -7,7 +7,9 @@
 //   - the worst case of upstream's issue tracker, causal + bf16 + d = 320, explicitly;
 //   - five runs of the same call, bit-identical (with and without FFPA_POLICY_DETERMINISTIC:
 //     the kernels use no atomics);
-//   - each value of the pipeline knobs the backward follows.
+//   - each value of the pipeline knobs the backward follows;
+//   - with FFPA_POLICY_HOPPER_KERNELS on a compute capability 9.0 GPU, the "sm90.backward" plans
+//     (the wgmma dQ kernel, one CTA or clusters of two) over d 257..640, and their repeatability.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -63,7 +65,8 @@ bool same_bytes(const HostTensor& a, const HostTensor& b) {
 
 // Forward (which writes the O and LSE the backward takes), then the backward on `handle`; CHECKs
 // that the backward plan is a fast one and the gradients.
-void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCase& test) {
+void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCase& test,
+                       const char* prefix = kFastBackwardPrefix) {
   const std::string context = test.to_string();
   INFO(context);
   const AttentionProblem& p = test.config.problem;
@@ -74,8 +77,7 @@ void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCas
   DeviceProblem problem(test.config);
   problem.fill_inputs(test.start);
   const std::string kernel = planned_backward(handle, problem);
-  CHECK_MESSAGE(kernel.rfind(kFastBackwardPrefix, 0) == 0,
-                context << ": planned " << kernel << ", not an " << kFastBackwardPrefix << " kernel");
+  CHECK_MESSAGE(kernel.rfind(prefix, 0) == 0, context << ": planned " << kernel << ", not an " << prefix << " kernel");
   problem.forward(handle, workspace, true);
   problem.backward(handle, workspace);
   check_backward_outputs(context + " [" + kernel + "]", problem);
@@ -153,5 +155,59 @@ TEST_CASE("sm80 backward: every value of the pipeline knobs it follows") {
                          true, 7500 + static_cast<uint64_t>(index)});
       ++index;
     }
+  }
+}
+
+TEST_CASE("sm90 backward: the Hopper dQ kernel over d 257-640, tails, masks, head groups, layouts, dtypes") {
+  if (!hopper_runs_here()) return;
+  Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+  Workspace workspace;
+  // One CTA up to d = 384 (d_qk 320 and 384 instances), clusters of two above (384, 512 and 640):
+  // partial last blocks, d_qk != d_v both ways, the absorbed-MLA 576 / 512, a rank with no dO / V
+  // block (d_v 64), one query, more queries than keys.
+  const struct {
+    int64_t b, hq, hkv, nq, nkv, dqk, dv;
+    CausalMask mask;
+    DType dtype;
+    LayoutKind layout;
+  } cases[] = {
+      {2, 4, 2, 333, 517, 320, 320, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
+      {1, 4, 1, 700, 600, 384, 384, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
+      {1, 2, 2, 129, 200, 272, 304, CausalMask::top_left, DType::bfloat16, LayoutKind::padded_aligned},
+      {1, 8, 2, 1024, 1024, 512, 512, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd},
+      {1, 4, 1, 600, 600, 576, 512, CausalMask::top_left, DType::float16, LayoutKind::bnhd},
+      {2, 2, 2, 257, 300, 640, 640, CausalMask::none, DType::float16, LayoutKind::bhnd},
+      {1, 3, 3, 1, 777, 320, 640, CausalMask::bottom_right, DType::bfloat16, LayoutKind::padded_aligned},
+      {1, 2, 1, 300, 70, 448, 64, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
+      {1, 2, 2, 200, 450, 400, 416, CausalMask::none, DType::bfloat16, LayoutKind::bnhd},
+  };
+  uint64_t start = 53000;
+  for (const auto& c : cases) {
+    const AttentionProblem shape = attention_shape(c.b, c.hq, c.hkv, c.nq, c.nkv, c.dqk, c.dv, c.mask);
+    run_fast_backward(handle, workspace, {make_config(shape, c.dtype, c.layout, 0.0), true, start++}, "sm90.backward");
+  }
+}
+
+TEST_CASE("sm90 backward: the same call twice gives the same bits") {
+  if (!hopper_runs_here()) return;
+  for (const int64_t dim : {int64_t{384}, int64_t{512}}) {
+    const TestCase test{make_config(attention_shape(1, 8, 2, 700, 600, dim, dim, CausalMask::bottom_right),
+                                    DType::bfloat16, LayoutKind::bhnd, 0.0),
+                        true, 53100 + static_cast<uint64_t>(dim)};
+    const std::string context = test.to_string();
+    INFO(context);
+    Handle handle;
+    handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+    Workspace workspace;
+    DeviceProblem problem(test.config);
+    problem.fill_inputs(test.start);
+    REQUIRE_MESSAGE(planned_backward(handle, problem).rfind("sm90.backward", 0) == 0, context);
+    problem.forward(handle, workspace, true);
+    problem.backward(handle, workspace);
+    check_backward_outputs(context, problem);
+    const HostTensor dq = problem.dq.host;
+    problem.backward(handle, workspace);  // poisons the gradients first
+    CHECK_MESSAGE(same_bytes(problem.dq.host, dq), context << ": dQ of the second run differs");
   }
 }

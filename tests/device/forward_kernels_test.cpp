@@ -81,19 +81,6 @@ bool check_fast_kernel(const std::string& context, const std::string& kernel) {
   return is_fast_kernel(kernel);
 }
 
-// The items of the list `key` of ffpaGetBuildInfo() ("...; head dims 128,256,320; ..."); empty
-// when the text has no such list.
-std::vector<std::string> build_info_list(const std::string& key) {
-  const std::string info = ffpaGetBuildInfo();
-  std::vector<std::string> items;
-  const size_t start = info.find(key + " ");
-  if (start == std::string::npos) return items;
-  const size_t from = start + key.size() + 1;
-  std::istringstream list(info.substr(from, info.find(';', start) - from));
-  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
-  return items;
-}
-
 // The head dims this build compiles fast kernels for (empty when the build info has no such list).
 std::vector<int64_t> compiled_head_dims() {
   std::vector<int64_t> dims;
@@ -647,34 +634,6 @@ TEST_CASE("sm80 forward: the same call twice gives the same bits") {
         std::memcmp(first_lse.data(), problem.lse.host.data(), first_lse.size_bytes()) == 0,
         context << ": LSE differs between two runs");
   }
-}
-
-// Whether the current GPU has compute capability 9.0 (the sm_90a kernels' only target).
-bool hopper_device() {
-  int device = 0;
-  cudaDeviceProp props{};
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
-  return props.major == 9 && props.minor == 0;
-}
-
-// Whether the build compiled sm_90a code.
-bool hopper_compiled() {
-  const std::vector<std::string> archs = build_info_list("architectures");
-  return std::find(archs.begin(), archs.end(), "90a") != archs.end();
-}
-
-// hopper_device() and hopper_compiled(), and a MESSAGE saying why not.
-bool hopper_runs_here() {
-  if (!hopper_compiled()) {
-    MESSAGE("not run: this build compiles no sm_90a code");
-    return false;
-  }
-  if (!hopper_device()) {
-    MESSAGE("not run: the GPU is not of compute capability 9.0");
-    return false;
-  }
-  return true;
 }
 
 constexpr const char* kHopperPrefix = "sm90.forward";

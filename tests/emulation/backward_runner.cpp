@@ -39,7 +39,7 @@ int64_t nonzeroRows(const HostTensor& tensor, Selected selected) {
 
 }  // namespace
 
-BackwardOutcome runBackward(const AttentionCase& c) {
+BackwardOutcome runBackward(const AttentionCase& c, QueryGradientRun queryGradient) {
   const ffpa_tools::AttentionProblem& s = c.shape;
   HostTensor q = queryTensor(c, s.dim_qk), k = keyTensor(c, s.dim_qk), v = keyTensor(c, s.dim_v);
   HostTensor dO = queryTensor(c, s.dim_v), o = queryTensor(c, s.dim_v), lse = lseTensor(c);
@@ -118,10 +118,17 @@ BackwardOutcome runBackward(const AttentionCase& c) {
   twin->rowStats(scheduled({{static_cast<int>(launch.rowStatsGrid), 1, 1}, 32 * ffpa::sm80::kRowStatsWarps, 0, {stats}},
                            c.scheduleSeed),
                  params);
-  twin->queryGradient(scheduled({dims(launch.queryGrid), launch.queryShape.threads(), params.queryLayout.sharedBytes,
-                                 {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq)}},
-                                c.scheduleSeed),
-                      params);
+  if (queryGradient != nullptr) {
+    out.kernel = queryGradient(problem, tensors, rowStats.data(),
+                               {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq), stats},
+                               c.scheduleSeed) +
+                 " with " + out.kernel;
+  } else {
+    twin->queryGradient(scheduled({dims(launch.queryGrid), launch.queryShape.threads(), params.queryLayout.sharedBytes,
+                                   {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq)}},
+                                  c.scheduleSeed),
+                        params);
+  }
   twin->keyGradient(scheduled({dims(launch.keyGrid), launch.keyShape.threads(), params.keyLayout.sharedBytes,
                                {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv)}},
                               c.scheduleSeed),
@@ -161,11 +168,11 @@ void checkBackward(const AttentionCase& c, const BackwardOutcome& outcome) {
                 context << "\n  dV of a key no query sees must be exactly 0");
 }
 
-void runAndCheckBackward(const AttentionCase& c) {
+void runAndCheckBackward(const AttentionCase& c, QueryGradientRun queryGradient) {
   try {
-    checkBackward(c, runBackward(c));
+    checkBackward(c, runBackward(c, queryGradient));
   } catch (const std::exception& e) {
-    FAIL_CHECK(c.toString() << "\n  " << e.what());
+    FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
 }
 

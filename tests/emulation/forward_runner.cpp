@@ -172,7 +172,7 @@ void runAndCheckForward(const AttentionCase& c) {
   try {
     checkForward(c, runForward(c));
   } catch (const std::exception& e) {
-    FAIL_CHECK(c.toString() << "\n  " << e.what());
+    FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
 }
 

@@ -285,6 +285,11 @@ void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, in
     ++block.copiesInFlight[unit];
   }
   state.copies.push_back({offset, map, {c0, c1, c2, c3}, bytes});
+  // On the GPU the bytes arrive on their own: threads already waiting for the phase look again
+  // (and land the copies) once the issuer yields, which it does only after its last copy.
+  std::vector<int> waiting = std::move(state.waiting);
+  state.waiting.clear();
+  for (int thread : waiting) emulation::release(block, thread);
 }
 
 // The mbarrier of a cluster address: its block and its address in that block's window.

@@ -41,7 +41,7 @@ TEST_CASE("backward: every compiled instance computes the gradients") {
                     c.toString() << "\n  planned " << outcome.kernel);
       checkBackward(c, outcome);
     } catch (const std::exception& e) {
-      FAIL_CHECK(c.toString() << "\n  " << e.what());
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
     ++index;
   }
@@ -61,7 +61,7 @@ TEST_CASE("backward: every instance computes the same gradients under shuffled t
     try {
       checkBackward(c, runBackward(c));
     } catch (const std::exception& e) {
-      FAIL_CHECK(c.toString() << "\n  " << e.what());
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
     ++index;
   }
@@ -168,7 +168,7 @@ TEST_CASE("backward: with a single key, dV is dO summed and dQ, dK vanish") {
         CHECK_MESSAGE(error.max_abs <= 1e-4, c.toString() << ": " << error.to_string());
       }
     } catch (const std::exception& e) {
-      FAIL_CHECK(c.toString() << "\n  " << e.what());
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
   }
 }

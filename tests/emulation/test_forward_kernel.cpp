@@ -32,7 +32,7 @@ void runExpecting(const AttentionCase& c, const std::string& expectedKernel) {
                   c.toString() << "\n  planned " << outcome.kernel << ", not " << expectedKernel);
     checkForward(c, outcome);
   } catch (const std::exception& e) {
-    FAIL_CHECK(c.toString() << "\n  " << e.what());
+    FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
 }
 

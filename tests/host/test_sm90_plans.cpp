@@ -219,3 +219,75 @@ TEST_CASE("exp2 emulation: a knob of the Hopper forward, refused by name elsewhe
   const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
   CHECK(describeForward(h, small).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
 }
+
+TEST_CASE("the sm90 backward: the Hopper dQ kernel between the mma.sync row statistics and dK/dV") {
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  REQUIRE_COMPILED(320, 512, 1024);
+  HopperHandle h;
+  struct Case {
+    ffpaDataType_t dtype;
+    int64_t dqk, dv;
+    const char* kernel;
+    const char* config;
+  };
+  const Case cases[] = {
+      {FFPA_DATA_TYPE_FLOAT16, 320, 320, "sm90.backward.f16.d320", "cluster=1 columns=192+128 smem="},
+      {FFPA_DATA_TYPE_BFLOAT16, 384, 384, "sm90.backward.bf16.d384", "cluster=1 columns=192+192 smem=230528"},
+      {FFPA_DATA_TYPE_FLOAT16, 272, 304, "sm90.backward.f16.d320", "cluster=1 "},
+      {FFPA_DATA_TYPE_BFLOAT16, 512, 512, "sm90.backward.bf16.d512.cluster2",
+       "cluster=2 columns=128+128 exchange=S,dP:dsmem"},
+      {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.backward.bf16.d640.cluster2", "cluster=2 columns=192+128"},
+      {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.d640.cluster2", "smem=230528"},
+      {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.d384.cluster2", "cluster=2 columns=128+64"},
+  };
+  for (const Case& c : cases) {
+    const std::string kernel = c.kernel;
+    CAPTURE(kernel);
+    const Problem p(c.dtype, 2, 8, 2, 1000, 777, c.dqk, c.dv);
+    for (const ffpaCausalMode_t causal : {FFPA_CAUSAL_NONE, FFPA_CAUSAL_BOTTOM_RIGHT}) {
+      const Described d = describeBackward(h, p, causal);
+      REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+      CHECK(d.kernel == c.kernel);
+      CHECK_HAS(d.config, "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384");
+      CHECK_HAS(d.config, c.config);
+      CHECK_HAS(d.config, "; dK/dV: ");  // the mma.sync dK/dV kernel, named
+      CHECK_HAS(d.config, "(sm80.backward.");
+    }
+  }
+  // Outside the dQ kernel's domain, or with a knob of the mma.sync kernels set, the sm80 backward
+  // runs all three kernels and the plan says why.
+  struct Skip {
+    int64_t dqk, dv;
+    const char* why;
+  };
+  const Skip skips[] = {
+      {256, 512, "d_qk = 256 is not a multiple of 16 in the sm90 dQ kernel's 257..640"},
+      {1024, 1024, "d_qk = 1024 is not a multiple of 16 in the sm90 dQ kernel's 257..640"},
+      {512, 768, "d_v = 768 is not a multiple of 16 up to the sm90 dQ kernel's 640"},
+  };
+  for (const Skip& s : skips) {
+    const std::string why = s.why;
+    CAPTURE(why);
+    const Described d = describeBackward(h, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 300, 300, s.dqk, s.dv));
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel.rfind("sm80.backward", 0) == 0);
+    CHECK_HAS(d.text, std::string("skipped: sm90.backward: ") + s.why);
+  }
+  const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  HopperHandle staged;
+  staged.set<int32_t>(FFPA_POLICY_STAGES, 2);
+  const Described knob = describeBackward(staged, p);
+  CHECK(knob.kernel == "sm80.backward.f16.d512");
+  CHECK_HAS(knob.text, "skipped: sm90.backward: FFPA_POLICY_STAGES=2 is a knob of the mma.sync kernels");
+  Handle off;  // the Hopper kernels' policy at its default
+  CHECK(describeBackward(off, p).kernel == "sm80.backward.f16.d512");
+  HopperHandle dnhb;
+  dnhb.set<int32_t>(FFPA_POLICY_LAUNCH_GRID_DNHB, 1);
+  CHECK_HAS(describeBackward(dnhb, p).config, "grid=(N/Br,H,B)");
+  HopperHandle deterministic;  // no atomics: the same plan serves the deterministic policy
+  deterministic.set<int32_t>(FFPA_POLICY_DETERMINISTIC, 1);
+  CHECK(describeBackward(deterministic, p).kernel == "sm90.backward.f16.d512.cluster2");
+}

@@ -1,0 +1,274 @@
+// The backward's dQ kernel for Hopper (sm_90a): TMA loads into 128-byte swizzled shared memory,
+// wgmma from descriptors, a producer warpgroup and two consumers (see
+// sm90/query_gradient_params.h for the roles and the layout).
+//
+// Per KV tile j (64 keys), with the barriers that order it:
+//   producer:   [K empty j-1] K(j) -> K full      [V empty j-1] V(j) -> V full
+//   consumer 0: [K full] S = Q K^T over d_qk; P = exp2(S scaleLog2 - lse2), 0 where masked
+//               [dP full] dS = P (dP - delta) -> dP empty
+//               [dS empty slot] dS -> dS full (slot = j % 2); dQ0 += dS K[:, 0:C0] -> K empty
+//   consumer 1: [V full] dP = dO V^T over d_v -> V empty
+//               [dP empty j-1] dP - delta -> dP full
+//               [dS full slot] dQ1 += dS K[:, C0:] -> K empty, dS empty
+// so V(j+1) loads while dS K of tile j runs, and consumer 1's dP(j+1) overlaps consumer 0's
+// softmax of tile j+1's scores. K(j+1) waits for both dS K products of tile j (one K buffer:
+// shared memory holds no second one at d = 384), which orders everything behind it: the dP-empty
+// and dS-empty waits then pass at once, and stay for a double-buffered K.
+//
+// In a cluster of two (kCluster = 2), each CTA holds its share of the head dims' 64-column
+// blocks; consumer 0 exchanges its partial S, consumer 1 its partial dP, each on its own pair of
+// mbarriers (warpgroup_tiles.cuh: exchangePartial), before either is used.
+#pragma once
+
+#include "common/element.cuh"
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm90/ptx.cuh"
+#include "sm90/query_gradient_params.h"
+#include "sm90/warpgroup_tiles.cuh"
+
+namespace ffpa::kernels::sm90 {
+
+using ffpa::sm90::QueryGradientParams;
+
+template <class Tag, int kHeadDimQk, int kCluster>
+struct QueryGradientKernel {
+  using Element = typename Tag::Element;
+  static constexpr int kCtaColumns = kHeadDimQk / kCluster;        // dQ columns of one CTA
+  static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
+  static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
+  static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
+
+  static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
+  static_assert(kHeadDimQk % (kBlockColumns * kCluster) == 0, "d_qk: whole 64-column blocks per CTA");
+  static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 384,
+                "128..384 dQ columns per CTA (two consumers of whole 64-column blocks)");
+  static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
+  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
+
+  struct Shared {
+    uint32_t q, dO, k, v, ds;
+    Four* dp;  // [kTileRegisters / 4][128 threads]: dP - delta of consumer 1's thread t
+    Exchange scores, gradients;
+    uint32_t barriers;
+    FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
+  };
+
+  struct Position : RowTile {
+    int64_t statsRow;  // of the CTA's first row in the row statistics
+  };
+
+  static FFPA_DEVICE Shared locateShared(const QueryGradientParams& p) {
+    const AlignedShared shared = alignedShared();
+    const uint32_t address = shared.address;
+    Shared s;
+    s.q = address + p.qOffset;
+    s.dO = address + p.dOOffset;
+    s.k = address + p.kOffset;
+    s.v = address + p.vOffset;
+    s.ds = address + p.dsOffset;
+    s.dp = reinterpret_cast<Four*>(shared.base + p.dpOffset);
+    s.barriers = address + p.barrierOffset;
+    s.scores = {address + p.scoreExchangeOffset, reinterpret_cast<const float*>(shared.base + p.scoreExchangeOffset),
+                s.barrier(kScoreExchangeFull), s.barrier(kScoreExchangeEmpty)};
+    s.gradients = {address + p.dpExchangeOffset, reinterpret_cast<const float*>(shared.base + p.dpExchangeOffset),
+                   s.barrier(kDpExchangeFull), s.barrier(kDpExchangeEmpty)};
+    return s;
+  }
+
+  static FFPA_DEVICE Position locate(const QueryGradientParams& p) {
+    Position at;
+    static_cast<RowTile&>(at) = locateRowTile<kCluster>(p);
+    at.statsRow = (at.batch * p.headsQ + at.head) * p.seqQ + at.firstRow;
+    return at;
+  }
+
+  // --- producer ---------------------------------------------------------------------------------
+
+  static FFPA_DEVICE void produce(const QueryGradientParams& p, const Shared& s, const Position& at) {
+    loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kGradQFull));
+    loadBlocks(&p.dOMap, s.dO, at.v, at.firstRow, at.head, at.batch, s.barrier(kGradDOFull));
+    // K: all the instance's blocks from the CTA's first, for dS K over kCtaColumns (the blocks
+    // past the share hold zeros past d_qk, or columns the other CTA owns and this one drops).
+    const BlockShare kBlocks{at.qk.first, kCtaBlocks};
+    for (int tile = 0; tile < at.tiles; ++tile) {
+      if (tile > 0) mbarrierWait(s.barrier(kGradKEmpty), (tile - 1) & 1);
+      loadBlocks(&p.kMap, s.k, kBlocks, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradKFull));
+      if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
+      loadBlocks(&p.vMap, s.v, at.v, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradVFull));
+    }
+  }
+
+  // --- consumers ---------------------------------------------------------------------------------
+
+  // The row statistic `which` (0: delta, 1: lse2) of the thread's two rows; rows past the end
+  // get `outside`.
+  static FFPA_DEVICE void rowStats(const QueryGradientParams& p, const Position& at, const Lane& me, int which,
+                                   float outside, float (&out)[2]) {
+    const int64_t rowCount = int64_t(p.batch) * p.headsQ * p.seqQ;
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = me.row(half);
+      out[half] = at.firstRow + row < p.seqQ ? p.rowStats[which * rowCount + at.statsRow + row] : outside;
+    }
+  }
+
+  // Writes dQ times the scale for the CTA's columns from `ctaColumn` on, up to the end of its
+  // share (a CTA may hold zero columns past d_qk, or the other CTA's columns, past it).
+  template <int N>
+  static FFPA_DEVICE void storeGradient(const QueryGradientParams& p, const Position& at, const float (&dq)[N / 2],
+                                        int ctaColumn) {
+    const int first = at.qk.first * kBlockColumns;
+    const int end = first + columnsHeld(p.headDimQk, at.qk);
+    const Lane me = lane();
+    Element* out = static_cast<Element*>(p.dq) + at.batch * p.dqStrides[0] + at.head * p.dqStrides[1];
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = at.firstRow + me.row(half);
+      if (row >= p.seqQ) continue;
+      #pragma unroll
+      for (int j = 0; j < N / 8; ++j) {
+        const int col = first + ctaColumn + me.column(j, 0);
+        if (col >= end) continue;
+        const float* pair = &dq[4 * j + 2 * half];
+        storeGlobal32(out + int64_t(row) * p.dqStrides[2] + col,
+                      packPair(pair[0] * p.scale, pair[1] * p.scale, Tag()));
+      }
+    }
+  }
+
+  // Consumer 0: S, P, dS and the first dQ columns.
+  static FFPA_DEVICE void consume0(const QueryGradientParams& p, const Shared& s, const Position& at) {
+    const Lane me = lane();
+    const int qkSteps = columnsHeld(p.headDimQk, at.qk) / 16;
+    float lse2[2];  // +inf for rows that see no key or do not exist: P = exp2(-inf) = 0
+    rowStats(p, at, me, 1, __builtin_huge_valf(), lse2);
+    float dq[kColumns0 / 2];
+    for (float& value : dq) value = 0.0f;
+    if (at.tiles > 0) mbarrierWait(s.barrier(kGradQFull), 0);
+    for (int tile = 0; tile < at.tiles; ++tile) {
+      float t[kTileRegisters];  // S, then P, then dS
+      mbarrierWait(s.barrier(kGradKFull), tile & 1);
+      scoreProduct<Tag>(t, s.q, s.k, qkSteps);
+      if constexpr (kCluster > 1) exchangePartial(s.scores, t, at.rank, tile, at.tiles);
+
+      #pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = at.firstRow + me.row(half);
+        #pragma unroll
+        for (int j = 0; j < kKeys / 8; ++j) {
+          #pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = tile * kKeys + me.column(j, e);
+            const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
+            float& value = t[4 * j + 2 * half + e];
+            value = visible ? exp2Approx(value * p.scaleLog2 - lse2[half]) : 0.0f;
+          }
+        }
+      }
+
+      mbarrierWait(s.barrier(kDpFull), tile & 1);
+      const int thread = threadIndex() % 128;
+      #pragma unroll
+      for (int i = 0; i < kTileRegisters / 4; ++i) {
+        const Four d = s.dp[i * 128 + thread];
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) t[4 * i + e] *= d.v[e];
+      }
+      mbarrierArrive(s.barrier(kDpEmpty));
+
+      const int slot = tile & 1;
+      if (tile >= 2) mbarrierWait(s.barrier(kDsEmpty0 + slot), (tile / 2 - 1) & 1);
+      const uint32_t dsSlot = s.ds + slot * kBlockBytes;
+      storeTile16<Tag>(dsSlot, t, me);
+      mbarrierArrive(s.barrier(kDsFull0 + slot));
+      mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);  // all of dS is written
+
+      accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, s.k);
+      mbarrierArrive(s.barrier(kGradKEmpty));
+    }
+    storeGradient<kColumns0>(p, at, dq, 0);
+  }
+
+  // Consumer 1: dP - delta for consumer 0, and the other dQ columns.
+  static FFPA_DEVICE void consume1(const QueryGradientParams& p, const Shared& s, const Position& at) {
+    const Lane me = lane();
+    const int vSteps = columnsHeld(p.headDimV, at.v) / 16;
+    float delta[2];
+    rowStats(p, at, me, 0, 0.0f, delta);
+    float dq[kColumns1 / 2];
+    for (float& value : dq) value = 0.0f;
+    if (at.tiles > 0) mbarrierWait(s.barrier(kGradDOFull), 0);
+    for (int tile = 0; tile < at.tiles; ++tile) {
+      float dp[kTileRegisters];
+      mbarrierWait(s.barrier(kGradVFull), tile & 1);
+      scoreProduct<Tag>(dp, s.dO, s.v, vSteps);
+      mbarrierArrive(s.barrier(kGradVEmpty));
+      if constexpr (kCluster > 1) exchangePartial(s.gradients, dp, at.rank, tile, at.tiles);
+
+      if (tile > 0) mbarrierWait(s.barrier(kDpEmpty), (tile - 1) & 1);
+      const int thread = threadIndex() % 128;
+      #pragma unroll
+      for (int i = 0; i < kTileRegisters / 4; ++i) {
+        // Register 4 j + 2 half + e holds a column of row `half` (sm90/ptx.cuh).
+        s.dp[i * 128 + thread] = {{dp[4 * i] - delta[0], dp[4 * i + 1] - delta[0], dp[4 * i + 2] - delta[1],
+                                   dp[4 * i + 3] - delta[1]}};
+      }
+      mbarrierArrive(s.barrier(kDpFull));
+
+      const int slot = tile & 1;
+      mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);
+      mbarrierWait(s.barrier(kGradKFull), tile & 1);  // K(tile) is in place (consumer 0 saw it)
+      accumulateKeyProduct<kColumns1, Tag>(dq, s.ds + slot * kBlockBytes,
+                                           s.k + (kColumns0 / kBlockColumns) * kBlockBytes);
+      mbarrierArrive(s.barrier(kGradKEmpty));
+      mbarrierArrive(s.barrier(kDsEmpty0 + slot));
+    }
+    storeGradient<kColumns1>(p, at, dq, kColumns0);
+  }
+
+  static FFPA_DEVICE void run(const QueryGradientParams& p) {
+    const Shared s = locateShared(p);
+    const Position at = locate(p);
+    const int warpgroup = threadIndex() / 128;
+    // Arrivals per phase of each mbarrier (QueryGradientBarrier order).
+    const int arrivals[kGradBarrierCount] = {
+        1, 1,            // Q full, dO full: the producer's expect_tx
+        1, 256,          // K full; K empty: both consumers
+        1, 128,          // V full; V empty: consumer 1
+        128, 128,        // dP full (consumer 1), dP empty (consumer 0)
+        128, 128,        // dS full per slot: consumer 0
+        128, 128,        // dS empty per slot: consumer 1
+        1, 128, 1, 128,  // exchanges: one expect_tx; the other CTA's consumer
+    };
+    initBarriers<kCluster>(s.barrier(0), arrivals);
+    if (warpgroup == 0) {
+      decreaseRegisters<kProducerRegisters>();
+      if (threadIndex() == 0 && at.tiles > 0) produce(p, s, at);
+    } else if (warpgroup == 1) {
+      increaseRegisters<kConsumerRegisters>();
+      consume0(p, s, at);
+    } else {
+      increaseRegisters<kConsumerRegisters>();
+      consume1(p, s, at);
+    }
+  }
+};
+
+// The kernel entries: grid (ceil(seqQ / 64) * CTAs per cluster, B * H) or (.., H, B); 384
+// threads; sharedBytes.
+template <class Tag, int kHeadDimQk>
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1)
+    queryGradientKernel(const FFPA_GRID_CONSTANT QueryGradientParams p) {
+  QueryGradientKernel<Tag, kHeadDimQk, 1>::run(p);
+}
+
+template <class Tag, int kHeadDimQk>
+FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
+    clusterQueryGradientKernel(const FFPA_GRID_CONSTANT QueryGradientParams p) {
+  QueryGradientKernel<Tag, kHeadDimQk, kMaxClusterSize>::run(p);
+}
+
+}  // namespace ffpa::kernels::sm90

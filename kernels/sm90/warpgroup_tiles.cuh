@@ -1,0 +1,215 @@
+// What the sm90 kernels' consumer warpgroups do with 64-row wgmma accumulators: the two products
+// every kernel is built from, the 16-bit tile one writes for the other, and the exchange of a
+// partial [64, 64] tile between the two CTAs of a cluster. Shared by the forward
+// (forward_kernel.cuh) and the backward's dQ kernel (query_gradient_kernel.cuh).
+//
+// A [64, 64] fp32 tile over the 128 threads of a warpgroup is 32 registers per thread, in the
+// accumulator layout of sm90/ptx.cuh: thread (warp w, group g, quad q) holds rows 16w + g and
+// 16w + g + 8, columns 8j + 2q .. +1 of each 8-column group j.
+#pragma once
+
+#include "common/element.cuh"
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm80/cta_geometry.cuh"
+#include "sm90/forward_params.h"
+#include "sm90/ptx.cuh"
+
+#include <cstdint>
+
+namespace ffpa::kernels::sm90 {
+
+using namespace ffpa::sm90;  // the shape constants
+
+constexpr int kTileRegisters = kKeys / 2;  // a [64, 64] fp32 tile per thread
+static_assert(kTileRegisters % 4 == 0, "partial tiles travel in 16-byte stores");
+
+// --- A CTA's place and its shared memory ----------------------------------------------------------
+
+// The 64 query rows of one (batch, head) a CTA (or a cluster of kCluster CTAs) works on, the KV
+// tiles they see, and the 64-column blocks of d_qk and d_v this CTA holds.
+struct RowTile {
+  int firstRow;
+  int64_t batch;
+  int64_t head;
+  int64_t kvHead;
+  int tiles;         // KV tiles the rows see (0 when the causal mask hides every key)
+  int rank;          // in the cluster
+  BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
+};
+
+// `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has).
+template <int kCluster, class Params>
+FFPA_DEVICE RowTile locateRowTile(const Params& p) {
+  const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
+  RowTile at;
+  at.rank = kCluster == 1 ? 0 : clusterRank();
+  at.firstRow = blockIndexX() / kCluster * kRows;
+  at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
+  at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
+  at.batch = grid.batch;
+  at.head = grid.head;
+  at.kvHead = grid.head / p.groupSize;
+  at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, at.firstRow, kRows, p.causal,
+                                                  p.causalOffset);
+  return at;
+}
+
+// The first 1024-byte aligned byte of dynamic shared memory (the 128-byte swizzle repeats every
+// 1024 bytes, and TMA boxes and wgmma descriptors assume that alignment): as a pointer and as a
+// shared address. The layouts request 1024 bytes more than they use for it.
+struct AlignedShared {
+  unsigned char* base;
+  uint32_t address;
+};
+
+FFPA_DEVICE AlignedShared alignedShared() {
+  unsigned char* raw = sharedMemory();
+  const uint32_t rawAddress = sharedAddress(raw);
+  const uint32_t pad = (1024u - rawAddress % 1024u) % 1024u;
+  return {raw + pad, rawAddress + pad};
+}
+
+// Thread 0 initialises the mbarriers from `first` on (8 bytes each) with `arrivals[i]` arrivals;
+// then every thread of the CTA, or of the cluster, waits: a CTA reaches the other's barriers only
+// once both initialised theirs.
+template <int kCluster, int kCount>
+FFPA_DEVICE void initBarriers(uint32_t first, const int (&arrivals)[kCount]) {
+  if (threadIndex() == 0) {
+    for (int i = 0; i < kCount; ++i) mbarrierInit(first + 8u * i, arrivals[i]);
+    fenceBarrierInit();
+  }
+  if constexpr (kCluster > 1) {
+    clusterSync();
+  } else {
+    blockBarrier();
+  }
+}
+
+// --- The producer ---------------------------------------------------------------------------------
+
+// The producer: loads the 64 x 64 boxes `blocks` of `map` (over [batch][head][row][d]) at row
+// `row` into consecutive blocks from `shared`, completing on `barrier` (one arrival announcing
+// all their bytes; boxes past the tensor's d read as zeros).
+FFPA_DEVICE void loadBlocks(const TensorMap* map, uint32_t shared, BlockShare blocks, int row, int64_t head,
+                            int64_t batch, uint32_t barrier) {
+  mbarrierArriveExpectTx(barrier, blocks.count * kBlockBytes);
+  for (int b = 0; b < blocks.count; ++b) {
+    tmaLoad4d(shared + b * kBlockBytes, map, (blocks.first + b) * kBlockColumns, row, int(head), int(batch),
+              barrier);
+  }
+}
+
+// Four floats moved as one 16-byte access.
+struct alignas(16) Four {
+  float v[4];
+};
+
+struct Lane {
+  int warp;   // of the warpgroup: rows 16 * warp .. +15
+  int group;  // lane / 4
+  int quad;   // lane % 4
+  FFPA_DEVICE int row(int half) const { return 16 * warp + group + 8 * half; }
+  // The tile column of register 4 * j + 2 * half + e.
+  FFPA_DEVICE int column(int j, int e) const { return 8 * j + 2 * quad + e; }
+};
+
+FFPA_DEVICE Lane lane() {
+  const int t = threadIndex() % 128;
+  return {t / 32, t % 32 / 4, t % 4};
+}
+
+// S[64, 64] = A[64, k] B[64, k]^T over `steps` k16 steps (k = 16 * steps), both operands K-major
+// 64-column blocks kBlockBytes apart (Q and K, or dO and V). Zero when steps is 0 (a CTA of a
+// cluster holding no block of the head dim).
+template <class Tag>
+FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int steps) {
+  wgmmaFenceOperands(s);
+  wgmmaFence();
+  for (int step = 0; step < steps; ++step) {
+    const uint32_t offset = (step / 4) * kBlockBytes + (step % 4) * 32;
+    wgmmaSS<kKeys, false>(s, matrixDescriptor(a + offset, 16, 1024), matrixDescriptor(b + offset, 16, 1024),
+                          step > 0, Tag());
+  }
+  wgmmaCommit();
+  wgmmaWait<0>();
+  wgmmaFenceOperands(s);
+  if (steps == 0) {
+    for (float& value : s) value = 0.0f;
+  }
+}
+
+// D[64, N] += A[64, 64 keys] B[64 keys, N]: A one K-major block (P or dS, written by
+// storeTile16), B N-major 64-column blocks kBlockBytes apart (V for O += P V, K for dQ += dS K).
+template <int N, class Tag>
+FFPA_DEVICE void accumulateKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
+  wgmmaFence();
+  #pragma unroll
+  for (int step = 0; step < kKeys / 16; ++step) {
+    // A: step s 32 bytes into its rows. B: 16 keys = 2048 bytes per step.
+    wgmmaSS<N, true>(d, matrixDescriptor(a + 32 * step, 16, 1024),
+                     matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+  }
+  wgmmaCommit();
+  wgmmaWait<0>();
+  wgmmaFenceOperands(d);
+}
+
+// Writes the warpgroup's tile `t`, rounded to 16 bits, into the 64 x 64 block at shared address
+// `block` with the 128-byte swizzle (row r's 16-byte unit u at unit u ^ (r % 8)), as TMA would;
+// then orders the stores before wgmma reads (the async proxy). A barrier must follow.
+template <class Tag>
+FFPA_DEVICE void storeTile16(uint32_t block, const float (&t)[kTileRegisters], const Lane& me) {
+  unsigned char* bytes = sharedMemory() + (block - sharedAddress(sharedMemory()));
+  #pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = me.row(half);
+    #pragma unroll
+    for (int j = 0; j < kKeys / 8; ++j) {
+      const uint32_t offset = row * 128 + ((j ^ (row % 8)) * 16) + 4 * me.quad;
+      const float* pair = &t[4 * j + 2 * half];
+      *reinterpret_cast<uint32_t*>(bytes + offset) = packPair(pair[0], pair[1], Tag());
+    }
+  }
+  fenceProxyAsync();
+}
+
+// Where a partial tile crosses between the two CTAs of a cluster: this CTA's receive buffer
+// (kExchangeBytes, [i][thread] float4, so that a warp's stores and loads cover 512 contiguous
+// bytes) and its two mbarriers: `full` (the other CTA's partial has arrived; one expect_tx) and
+// `empty` (the other CTA has read what this one sent; 128 remote arrivals).
+struct Exchange {
+  uint32_t buffer;
+  const float* received;  // the buffer, as a generic pointer
+  uint32_t full;
+  uint32_t empty;
+};
+
+// Cluster of two: adds the other CTA's partial tile of `tile` to this CTA's (`part`), after
+// sending it this one; both CTAs then hold the same sum (fp32 addition commutes).
+FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters], int rank, int tile,
+                                 int tiles) {
+  const int t = threadIndex() % 128;
+  const int other = 1 - rank;
+  if (t == 0) mbarrierArriveExpectTx(x.full, kExchangeBytes);
+  if (tile > 0) mbarrierWaitCluster(x.empty, (tile - 1) & 1);
+  const uint32_t buffer = mapShared(x.buffer, other);
+  const uint32_t full = mapShared(x.full, other);
+  #pragma unroll
+  for (int i = 0; i < kTileRegisters / 4; ++i) {
+    const float four[4] = {part[4 * i], part[4 * i + 1], part[4 * i + 2], part[4 * i + 3]};
+    storeAsyncCluster(buffer + (i * 128 + t) * 16, four, full);
+  }
+  // st.async completes its bytes with release at cluster scope: acquire at cluster scope too.
+  mbarrierWaitCluster(x.full, tile & 1);
+  #pragma unroll
+  for (int i = 0; i < kTileRegisters / 4; ++i) {
+    const float* received = x.received + 4 * (i * 128 + t);
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) part[4 * i + e] += received[e];
+  }
+  // The other CTA may send the next tile's partial; after the last tile it may have exited.
+  if (tile + 1 < tiles) mbarrierArriveCluster(mapShared(x.empty, other));
+}
+
+}  // namespace ffpa::kernels::sm90

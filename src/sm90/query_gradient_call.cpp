@@ -1,0 +1,70 @@
+#include "sm90/query_gradient_call.h"
+
+#include "core/error.h"
+#include "core/launch_grid.h"
+#include "sm90/row_maps.h"
+
+namespace ffpa::sm90 {
+
+std::string queryGradientRefusal(const AttentionProblem& p) {
+  if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
+    return "the sm90 dQ kernel computes fp16 and bf16";
+  }
+  if (p.headDimQk < kMinGradientDimQk || p.headDimQk > kMaxClusterGradientDim || p.headDimQk % 16 != 0) {
+    return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 in the sm90 dQ kernel's ", kMinGradientDimQk, "..",
+               kMaxClusterGradientDim);
+  }
+  if (p.headDimV > kMaxClusterGradientDim || p.headDimV % 16 != 0) {
+    return cat("d_v = ", p.headDimV, " is not a multiple of 16 up to the sm90 dQ kernel's ", kMaxClusterGradientDim);
+  }
+  if (std::string why = sizeRefusal(p); !why.empty()) return why;
+  if (!rowMapAddressable(p.q, p.headDimQk, p.seqQ, p.headsQ, p.batch) ||
+      !rowMapAddressable(p.k, p.headDimQk, p.seqKv, p.headsKv, p.batch) ||
+      !rowMapAddressable(p.v, p.headDimV, p.seqKv, p.headsKv, p.batch) ||
+      !rowMapAddressable(p.dO, p.headDimV, p.seqQ, p.headsQ, p.batch)) {
+    return "TMA needs Q, K, V and dO strides (batch, head, row) that are positive multiples of 16 bytes";
+  }
+  return {};
+}
+
+QueryGradientShape queryGradientShape(const AttentionProblem& p) {
+  const int cluster = gradientClusterSize(static_cast<int>(p.headDimQk), static_cast<int>(p.headDimV));
+  return {gradientInstanceDimQk(static_cast<int>(p.headDimQk), cluster), cluster};
+}
+
+uint32_t queryGradientSharedBytes(const AttentionProblem& p) {
+  QueryGradientArguments a{};
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  const QueryGradientShape shape = queryGradientShape(p);
+  return queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
+}
+
+int64_t queryGradientBlocksX(const AttentionProblem& p) {
+  return (p.seqQ + kRows - 1) / kRows * queryGradientShape(p).clusterSize;
+}
+
+QueryGradientCall describeQueryGradientCall(const AttentionProblem& p, const TensorArgs& tensors,
+                                            const float* rowStats, bool gridDnhb) {
+  QueryGradientCall call{};
+  QueryGradientArguments& a = call.arguments;
+  a.dq = tensors.dq;
+  a.rowStats = rowStats;
+  for (int i = 0; i < 3; ++i) a.dqStrides[i] = p.dq[i];
+  copyProblemSizes(p, a);
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  a.scale = static_cast<float>(p.scale);
+  a.gridDnhb = gridDnhb;
+  const QueryGradientShape shape = queryGradientShape(p);
+  call.clusterSize = shape.clusterSize;
+  queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
+  call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
+  call.k = rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
+  call.v = rowMap(tensors.v, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
+  call.dO = rowMap(tensors.dO, p.headDimV, p.seqQ, p.headsQ, p.batch, p.dO);
+  gridExtents(queryGradientBlocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
+  return call;
+}
+
+}  // namespace ffpa::sm90

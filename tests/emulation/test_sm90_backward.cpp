@@ -1,0 +1,152 @@
+// The sm90 (Hopper) dQ kernel of the backward on the CPU warp emulator, between the mma.sync
+// row-statistics and dK/dV kernels as the planner pairs them: TMA boxes, mbarrier phases, wgmma
+// from descriptors, the producer / two-consumer schedule and, above d = 384, clusters of two CTAs
+// exchanging partial S and dP through distributed shared memory; against float64 gradients with
+// outputs and workspace poisoned. Arguments and tensor maps come from the library's own
+// describeQueryGradientCall(). What this cannot show: speed, and the hardware's agreement with
+// the ISA as the emulator reads it (a GPU run under compute-sanitizer covers that).
+#include "backward_runner.h"
+#include "case_matrix.h"
+
+#include "emulation/launch.h"
+#include "sm90/backward_variant.h"
+#include "sm90/query_gradient_call.h"
+#include "sm90/query_gradient_kernel.cuh"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace emulation_test;
+using ffpa_tools::CausalMask;
+using ffpa_tools::DType;
+
+namespace {
+
+template <class Tag, int kHeadDimQk, int kCluster>
+void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::QueryGradientParams& params) {
+  ffpa::emulation::launch(
+      ffpa::emulation::clustered(config, kCluster),
+      [](const ffpa::sm90::QueryGradientParams& p) {
+        ffpa::kernels::sm90::QueryGradientKernel<Tag, kHeadDimQk, kCluster>::run(p);
+      },
+      params);
+}
+
+// The instances of kernels/sm90/query_gradient_instances.cu.
+template <class Tag>
+void launchFor(ffpa::sm90::QueryGradientShape shape, const ffpa::emulation::Config& config,
+               const ffpa::sm90::QueryGradientParams& params) {
+  switch (shape.headDimQk * 10 + shape.clusterSize) {
+    case 3201: return launchInstance<Tag, 320, 1>(config, params);
+    case 3841: return launchInstance<Tag, 384, 1>(config, params);
+    case 3842: return launchInstance<Tag, 384, 2>(config, params);
+    case 5122: return launchInstance<Tag, 512, 2>(config, params);
+    case 6402: return launchInstance<Tag, 640, 2>(config, params);
+    default:
+      throw std::invalid_argument("no sm90 dQ instance for d_qk " + std::to_string(shape.headDimQk) + " x" +
+                                  std::to_string(shape.clusterSize));
+  }
+}
+
+std::string runSm90QueryGradient(const ffpa::AttentionProblem& problem, const ffpa::TensorArgs& tensors,
+                                 const float* rowStats, std::vector<ffpa::emulation::Buffer> buffers,
+                                 uint64_t scheduleSeed) {
+  const std::string refusal = ffpa::sm90::queryGradientRefusal(problem);
+  if (!refusal.empty()) throw std::runtime_error("the sm90 dQ kernel refuses the problem: " + refusal);
+  const ffpa::sm90::QueryGradientCall call = ffpa::sm90::describeQueryGradientCall(problem, tensors, rowStats, false);
+  ffpa::sm90::QueryGradientParams params;
+  static_cast<ffpa::sm90::QueryGradientArguments&>(params) = call.arguments;
+  params.qMap = call.q;
+  params.kMap = call.k;
+  params.vMap = call.v;
+  params.dOMap = call.dO;
+  if (params.sharedBytes > 227 * 1024) throw std::runtime_error("the layout exceeds 227 KiB of shared memory");
+  ffpa::emulation::Config config({int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads,
+                                 params.sharedBytes, std::move(buffers));
+  config.scheduleSeed = scheduleSeed;
+  const ffpa::sm90::QueryGradientShape shape = ffpa::sm90::queryGradientShape(problem);
+  if (problem.dtype == FFPA_DATA_TYPE_BFLOAT16) {
+    launchFor<ffpa::kernels::Bf16Tag>(shape, config, params);
+  } else {
+    launchFor<ffpa::kernels::HalfTag>(shape, config, params);
+  }
+  return ffpa::sm90::backwardInstanceName(problem.dtype, shape);
+}
+
+AttentionCase sweepCase(int index, const int (&dim)[2], int kvLength, uint64_t start) {
+  AttentionCase c;
+  c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
+  c.shape = problem(1, 2, index % 2 ? 1 : 2, 70 + 13 * (index % 3), kvLength + 29 * (index % 2), dim[0], dim[1],
+                    kMasks[index % 3]);
+  c.layout = kLayouts[index % 3];
+  c.start = start + index;
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("sm90 kernels");
+
+TEST_CASE("sm90 backward dQ: one CTA (d up to 384), every instance, tails, masks, layouts, GQA") {
+  // 272 / 304 rounds up to the 320 instance with a partial last block; d_v 48 is one block.
+  const int dims[][2] = {{320, 320}, {384, 384}, {272, 304}, {336, 48}};
+  int index = 0;
+  for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 90, 1100), runSm90QueryGradient);
+}
+
+TEST_CASE("sm90 backward dQ: clusters of two CTAs (d above 384), each half of the head dims") {
+  // 576 / 512 is the absorbed-MLA shape; 320 / 640 runs the cluster's 384 instance, whose rank 1
+  // loads a K block past d_qk (zeros) and drops the columns it does not own; d_v 64 leaves rank 1
+  // no dO or V block (its partial dP is 0); 640 / 640 is the largest layout.
+  const int dims[][2] = {{512, 512}, {640, 640}, {576, 512}, {320, 640}, {448, 64}, {400, 416}};
+  int index = 0;
+  for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 80, 1200), runSm90QueryGradient);
+}
+
+TEST_CASE("sm90 backward dQ: many KV tiles, queries that see no key, a single query") {
+  AttentionCase c;
+  c.shape = problem(1, 2, 1, 130, 333, 384, 320, CausalMask::none);
+  c.start = 1300;
+  runAndCheckBackward(c, runSm90QueryGradient);
+  c.shape = problem(1, 1, 1, 200, 70, 512, 512, CausalMask::bottom_right);  // queries 0..129 see no key
+  c.dtype = DType::bfloat16;
+  c.start = 1301;
+  runAndCheckBackward(c, runSm90QueryGradient);
+  // One query (bottom-right: it sees all 257 keys; top-left would leave it one key, and exact
+  // gradients of 0 that no relative error can measure).
+  c.shape = problem(1, 3, 3, 1, 257, 320, 320, CausalMask::bottom_right);
+  c.start = 1302;
+  runAndCheckBackward(c, runSm90QueryGradient);
+}
+
+TEST_CASE("sm90 backward dQ: shuffled schedules give the same bits") {
+  // The warpgroups (and the two CTAs of a cluster) hand S, dP and dS over through mbarriers only;
+  // under seeded schedules st.async lands at once and one CTA runs ahead for long streaks. No
+  // atomics: every schedule must give the same dQ bits.
+  const int dims[][2] = {{352, 384}, {512, 448}};
+  for (const auto& dim : dims) {
+    AttentionCase c;
+    c.shape = problem(1, 2, 1, 100, 200, dim[0], dim[1], CausalMask::bottom_right);
+    c.dtype = DType::bfloat16;
+    c.start = 1400 + dim[0];
+    std::vector<uint8_t> first;
+    for (const uint64_t seed : {1u, 2u, 3u}) {
+      c.scheduleSeed = seed;
+      try {
+        const BackwardOutcome outcome = runBackward(c, runSm90QueryGradient);
+        checkBackward(c, outcome);
+        const std::vector<uint8_t> bits = bytesOf(outcome.dq);
+        if (first.empty()) first = bits;
+        CHECK_MESSAGE(bits == first, c.toString() << ": dQ differs from schedule 1's");
+      } catch (const std::exception& e) {
+        FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+      }
+    }
+  }
+}
+
+TEST_SUITE_END();

@@ -3,15 +3,15 @@
 // sm90/query_gradient_params.h for the roles and the layout).
 //
 // Per KV tile j (64 keys), with the barriers that order it:
-//   producer:   [K empty j-1] K(j) -> K full      [V empty j-1] V(j) -> V full
+//   producer:   [V empty j-1] V(j) -> V full      [K empty j-1] K(j) -> K full
 //   consumer 0: [K full] S = Q K^T over d_qk; P = exp2(S scaleLog2 - lse2), 0 where masked
 //               [dP full] dS = P (dP - delta) -> dP empty
 //               [dS empty slot] dS -> dS full (slot = j % 2); dQ0 += dS K[:, 0:C0] -> K empty
 //   consumer 1: [V full] dP = dO V^T over d_v -> V empty
 //               [dP empty j-1] dP - delta -> dP full
 //               [dS full slot] dQ1 += dS K[:, C0:] -> K empty, dS empty
-// so V(j+1) loads while dS K of tile j runs, and consumer 1's dP(j+1) overlaps consumer 0's
-// softmax of tile j+1's scores. K(j+1) waits for both dS K products of tile j (one K buffer:
+// so V(j+1) loads while dS K of tile j runs, and consumer 1's dP(j+1) runs while K(j+1) loads
+// and consumer 0 computes S(j+1) and P. K(j+1) waits for both dS K products of tile j (one K buffer:
 // shared memory holds no second one at d = 384), which orders everything behind it: the dP-empty
 // and dS-empty waits then pass at once, and stay for a double-buffered K.
 //
@@ -90,14 +90,16 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void produce(const QueryGradientParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kGradQFull));
     loadBlocks(&p.dOMap, s.dO, at.v, at.firstRow, at.head, at.batch, s.barrier(kGradDOFull));
-    // K: all the instance's blocks from the CTA's first, for dS K over kCtaColumns (the blocks
-    // past the share hold zeros past d_qk, or columns the other CTA owns and this one drops).
+    // K: all the instance's blocks from the CTA's first, for dS K over kCtaColumns (rank 1 may
+    // hold fewer: its blocks past d_qk load as zeros, and the dQ columns they give are dropped).
     const BlockShare kBlocks{at.qk.first, kCtaBlocks};
     for (int tile = 0; tile < at.tiles; ++tile) {
-      if (tile > 0) mbarrierWait(s.barrier(kGradKEmpty), (tile - 1) & 1);
-      loadBlocks(&p.kMap, s.k, kBlocks, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradKFull));
+      // V first: consumer 1 releases V after dP, K only after dS K, so V(j) loads during dS K of
+      // tile j - 1.
       if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
       loadBlocks(&p.vMap, s.v, at.v, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradVFull));
+      if (tile > 0) mbarrierWait(s.barrier(kGradKEmpty), (tile - 1) & 1);
+      loadBlocks(&p.kMap, s.k, kBlocks, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradKFull));
     }
   }
 
@@ -116,7 +118,7 @@ struct QueryGradientKernel {
   }
 
   // Writes dQ times the scale for the CTA's columns from `ctaColumn` on, up to the end of its
-  // share (a CTA may hold zero columns past d_qk, or the other CTA's columns, past it).
+  // share (rank 1 may compute columns past d_qk, from the zeros its last K blocks hold).
   template <int N>
   static FFPA_DEVICE void storeGradient(const QueryGradientParams& p, const Position& at, const float (&dq)[N / 2],
                                         int ctaColumn) {

@@ -145,7 +145,7 @@ Plan plan(const PlanRequest& r) {
                     " d_qk<=", shape.headDimQk, " cluster=", shape.clusterSize, " columns=",
                     consumer0Columns(ctaColumns), "+", consumer1Columns(ctaColumns),
                     shape.clusterSize > 1 ? " exchange=S,dP:dsmem" : "", " smem=", queryGradientSharedBytes(r.problem),
-                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", d.notes, "; ",
+                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", "; ",  // notes: the mma.sync part's
                     keyPart == std::string::npos ? mmaSyncConfig : mmaSyncConfig.substr(keyPart),
                     " (", sm80::backwardInstanceName(*mmaSync.instance), ")");
   plan.kernelWorkspaceBytes = mmaSync.workspaceBytes;

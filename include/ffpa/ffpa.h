@@ -515,8 +515,8 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
   /** Bool, default 0 (experimental until it has been validated on Hopper GPUs): 1 runs the
    *  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512 with
    *  d_qk up to 576, and d_v 513..1024 with d_qk up to 1024 on clusters of two CTAs; fp16 and
-   *  bf16) and the backward's Hopper dQ kernel (d_qk 257..640 with d_v up to 640, between the
-   *  `mma.sync` row-statistics and dK/dV kernels) on compute capability 9.0 where they apply.
+   *  bf16) and the backward's Hopper gradient kernels (dQ: d_qk 257..640 with d_v up to 640;
+   *  dK/dV: max(d_qk, d_v) 257..512) on compute capability 9.0 where they apply.
    *  The `mma.sync` kernels serve the rest, and everything when any other kernel knob except
    *  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape
    *  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:

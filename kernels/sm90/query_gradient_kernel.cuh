@@ -71,10 +71,8 @@ struct QueryGradientKernel {
     s.ds = address + p.dsOffset;
     s.dp = reinterpret_cast<Four*>(shared.base + p.dpOffset);
     s.barriers = address + p.barrierOffset;
-    s.scores = {address + p.scoreExchangeOffset, reinterpret_cast<const float*>(shared.base + p.scoreExchangeOffset),
-                s.barrier(kScoreExchangeFull), s.barrier(kScoreExchangeEmpty)};
-    s.gradients = {address + p.dpExchangeOffset, reinterpret_cast<const float*>(shared.base + p.dpExchangeOffset),
-                   s.barrier(kDpExchangeFull), s.barrier(kDpExchangeEmpty)};
+    s.scores = exchangeAt(shared, p.scoreExchangeOffset, s.barrier(kScoreExchangeFull), s.barrier(kScoreExchangeEmpty));
+    s.gradients = exchangeAt(shared, p.dpExchangeOffset, s.barrier(kDpExchangeFull), s.barrier(kDpExchangeEmpty));
     return s;
   }
 
@@ -123,22 +121,9 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void storeGradient(const QueryGradientParams& p, const Position& at, const float (&dq)[N / 2],
                                         int ctaColumn) {
     const int first = at.qk.first * kBlockColumns;
-    const int end = first + columnsHeld(p.headDimQk, at.qk);
-    const Lane me = lane();
     Element* out = static_cast<Element*>(p.dq) + at.batch * p.dqStrides[0] + at.head * p.dqStrides[1];
-    #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = at.firstRow + me.row(half);
-      if (row >= p.seqQ) continue;
-      #pragma unroll
-      for (int j = 0; j < N / 8; ++j) {
-        const int col = first + ctaColumn + me.column(j, 0);
-        if (col >= end) continue;
-        const float* pair = &dq[4 * j + 2 * half];
-        storeGlobal32(out + int64_t(row) * p.dqStrides[2] + col,
-                      packPair(pair[0] * p.scale, pair[1] * p.scale, Tag()));
-      }
-    }
+    storeAccumulator<N, Tag>(dq, out, p.dqStrides[2], at.firstRow, p.seqQ, first + ctaColumn,
+                             first + columnsHeld(p.headDimQk, at.qk), p.scale);
   }
 
   // Consumer 0: S, P, dS and the first dQ columns.
@@ -172,13 +157,7 @@ struct QueryGradientKernel {
       }
 
       mbarrierWait(s.barrier(kDpFull), tile & 1);
-      const int thread = threadIndex() % 128;
-      #pragma unroll
-      for (int i = 0; i < kTileRegisters / 4; ++i) {
-        const Four d = s.dp[i * 128 + thread];
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) t[4 * i + e] *= d.v[e];
-      }
+      multiplyByTileShared(t, s.dp);
       mbarrierArrive(s.barrier(kDpEmpty));
 
       const int slot = tile & 1;
@@ -210,14 +189,11 @@ struct QueryGradientKernel {
       mbarrierArrive(s.barrier(kGradVEmpty));
       if constexpr (kCluster > 1) exchangePartial(s.gradients, dp, at.rank, tile, at.tiles);
 
-      if (tile > 0) mbarrierWait(s.barrier(kDpEmpty), (tile - 1) & 1);
-      const int thread = threadIndex() % 128;
+      // Register 4 j + 2 half + e holds a column of row `half` (sm90/ptx.cuh).
       #pragma unroll
-      for (int i = 0; i < kTileRegisters / 4; ++i) {
-        // Register 4 j + 2 half + e holds a column of row `half` (sm90/ptx.cuh).
-        s.dp[i * 128 + thread] = {{dp[4 * i] - delta[0], dp[4 * i + 1] - delta[0], dp[4 * i + 2] - delta[1],
-                                   dp[4 * i + 3] - delta[1]}};
-      }
+      for (int i = 0; i < kTileRegisters; ++i) dp[i] -= delta[i / 2 % 2];
+      if (tile > 0) mbarrierWait(s.barrier(kDpEmpty), (tile - 1) & 1);
+      storeTileShared(s.dp, dp);
       mbarrierArrive(s.barrier(kDpFull));
 
       const int slot = tile & 1;

@@ -174,6 +174,49 @@ FFPA_DEVICE void storeTile16(uint32_t block, const float (&t)[kTileRegisters], c
   fenceProxyAsync();
 }
 
+// A tile handed to the other consumer warpgroup through shared memory in fp32, [i][thread]
+// float4: thread t of one warpgroup holds the same elements as thread t of the other (the
+// accumulator layout depends on the thread's index in its warpgroup only).
+FFPA_DEVICE void storeTileShared(Four* buffer, const float (&t)[kTileRegisters]) {
+  const int thread = threadIndex() % 128;
+  #pragma unroll
+  for (int i = 0; i < kTileRegisters / 4; ++i) {
+    buffer[i * 128 + thread] = {{t[4 * i], t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]}};
+  }
+}
+
+// t *= the tile the other consumer left in `buffer` (storeTileShared), elementwise.
+FFPA_DEVICE void multiplyByTileShared(float (&t)[kTileRegisters], const Four* buffer) {
+  const int thread = threadIndex() % 128;
+  #pragma unroll
+  for (int i = 0; i < kTileRegisters / 4; ++i) {
+    const Four d = buffer[i * 128 + thread];
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) t[4 * i + e] *= d.v[e];
+  }
+}
+
+// Writes the warpgroup's accumulator `acc` of N columns, times `scale` and rounded to 16 bits,
+// to rows `firstRow`.. of `out` (`rowStride` elements apart), columns from `firstColumn` on:
+// rows from `rowEnd` and columns from `columnEnd` on are not written.
+template <int N, class Tag, class Element>
+FFPA_DEVICE void storeAccumulator(const float (&acc)[N / 2], Element* out, int64_t rowStride, int firstRow, int rowEnd,
+                                  int firstColumn, int columnEnd, float scale) {
+  const Lane me = lane();
+  #pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = firstRow + me.row(half);
+    if (row >= rowEnd) continue;
+    #pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+      const int column = firstColumn + me.column(j, 0);
+      if (column >= columnEnd) continue;
+      const float* pair = &acc[4 * j + 2 * half];
+      storeGlobal32(out + int64_t(row) * rowStride + column, packPair(pair[0] * scale, pair[1] * scale, Tag()));
+    }
+  }
+}
+
 // Where a partial tile crosses between the two CTAs of a cluster: this CTA's receive buffer
 // (kExchangeBytes, [i][thread] float4, so that a warp's stores and loads cover 512 contiguous
 // bytes) and its two mbarriers: `full` (the other CTA's partial has arrived; one expect_tx) and
@@ -184,6 +227,11 @@ struct Exchange {
   uint32_t full;
   uint32_t empty;
 };
+
+// The exchange whose buffer is `offset` bytes into the aligned shared memory.
+FFPA_DEVICE Exchange exchangeAt(const AlignedShared& shared, uint32_t offset, uint32_t full, uint32_t empty) {
+  return {shared.address + offset, reinterpret_cast<const float*>(shared.base + offset), full, empty};
+}
 
 // Cluster of two: adds the other CTA's partial tile of `tile` to this CTA's (`part`), after
 // sending it this one; both CTAs then hold the same sum (fp32 addition commutes).

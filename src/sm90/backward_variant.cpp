@@ -3,6 +3,8 @@
 #include "sm80/backward_resolve.h"
 #include "sm80/backward_variant.h"
 #include "sm90/forward_variant.h"
+#include "sm90/key_gradient_call.h"
+#include "sm90/key_gradient_instances.h"
 #include "sm90/query_gradient_instances.h"
 #include "sm90/tensor_map_encoding.h"
 
@@ -20,18 +22,23 @@
 namespace ffpa::sm90 {
 namespace {
 
-const QueryGradientInstanceList& instances() {
 #if FFPA_BUILD_SM90
-  return queryGradientInstances();
+const QueryGradientInstanceList& queryInstances() { return queryGradientInstances(); }
+const KeyGradientInstanceList& keyInstances() { return keyGradientInstances(); }
 #else
+const QueryGradientInstanceList& queryInstances() {
   static const QueryGradientInstanceList none;
   return none;
-#endif
 }
+const KeyGradientInstanceList& keyInstances() {
+  static const KeyGradientInstanceList none;
+  return none;
+}
+#endif
 
-const QueryGradientInstance* findInstance(const AttentionProblem& problem) {
+const QueryGradientInstance* findQueryInstance(const AttentionProblem& problem) {
   const QueryGradientShape shape = queryGradientShape(problem);
-  for (const QueryGradientInstance& instance : instances()) {
+  for (const QueryGradientInstance& instance : queryInstances()) {
     if (instance.headDimQk == shape.headDimQk && instance.clusterSize == shape.clusterSize &&
         instance.dtype == problem.dtype) {
       return &instance;
@@ -40,17 +47,28 @@ const QueryGradientInstance* findInstance(const AttentionProblem& problem) {
   return nullptr;
 }
 
-static_assert(sizeof(QueryGradientParams) <= 4096, "sm90 dQ parameters exceed 4 KiB");
-static_assert(alignof(QueryGradientParams) % 64 == 0, "CUtensorMap parameters must be 64-byte aligned");
+const KeyGradientInstance* findKeyInstance(const AttentionProblem& problem) {
+  const int dim = keyGradientInstanceDim(static_cast<int>(problem.headDimQk), static_cast<int>(problem.headDimV));
+  for (const KeyGradientInstance& instance : keyInstances()) {
+    if (instance.headDim == dim && instance.dtype == problem.dtype) return &instance;
+  }
+  return nullptr;
+}
 
-// What the planner decided, or why not.
+static_assert(sizeof(QueryGradientParams) <= 4096 && sizeof(KeyGradientParams) <= 4096,
+              "sm90 gradient kernel parameters exceed 4 KiB");
+static_assert(alignof(QueryGradientParams) % 64 == 0 && alignof(KeyGradientParams) % 64 == 0,
+              "CUtensorMap parameters must be 64-byte aligned");
+
+// What the planner decided, or why not. Each gradient kernel is the sm90 one where it applies,
+// the mma.sync one otherwise; at least one is sm90.
 struct Resolution {
   Support support;
-  std::optional<sm80::BackwardLaunch> mmaSync;  // row statistics and dK/dV
-  const QueryGradientInstance* instance = nullptr;
+  std::optional<sm80::BackwardLaunch> mmaSync;  // the row statistics, and the gradients sm90 leaves
+  const QueryGradientInstance* query = nullptr;
+  const KeyGradientInstance* key = nullptr;
+  std::string queryWhy, keyWhy;  // why a kernel is the mma.sync one
   bool gridDnhb = false;
-  uint32_t grid[3] = {1, 1, 1};
-  std::string notes;
 };
 
 Resolution refusal(Support why) {
@@ -59,105 +77,164 @@ Resolution refusal(Support why) {
   return d;
 }
 
+// Why the sm90 kernel of `name` cannot serve (empty when it can): its refusal, no instance, or
+// too little shared memory.
+std::string fitRefusal(const char* name, std::string why, bool found, uint32_t shared, const DeviceInfo& device) {
+  if (!why.empty()) return why;
+  if (!found) return cat("no sm90 ", name, " instance");
+  if (shared > device.sharedMemPerBlockOptin) {
+    return cat("the sm90 ", name, " kernel needs ", shared, " bytes of shared memory per block; the device allows ",
+               device.sharedMemPerBlockOptin);
+  }
+  return {};
+}
+
 Resolution resolve(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
   const auto notApplicable = [](std::string why) { return refusal(Support::notApplicable(std::move(why))); };
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
   if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
-  if (instances().empty()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
-  if (std::string why = queryGradientRefusal(problem); !why.empty()) return notApplicable(std::move(why));
+  if (queryInstances().empty()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
   Resolution d;
-  d.instance = findInstance(problem);
-  if (d.instance == nullptr) return notApplicable(cat("no sm90 dQ instance for d_qk = ", problem.headDimQk));
+  d.query = findQueryInstance(problem);
+  d.key = findKeyInstance(problem);
+  d.queryWhy = fitRefusal("dQ", queryGradientRefusal(problem), d.query != nullptr, queryGradientSharedBytes(problem),
+                          r.device);
+  d.keyWhy = fitRefusal("dK/dV", keyGradientRefusal(problem), d.key != nullptr, keyGradientSharedBytes(problem),
+                        r.device);
+  if (!d.queryWhy.empty()) d.query = nullptr;
+  if (!d.keyWhy.empty()) d.key = nullptr;
+  if (d.query == nullptr && d.key == nullptr) return notApplicable(cat(d.queryWhy, "; ", d.keyWhy));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
-  const uint32_t shared = queryGradientSharedBytes(problem);
-  if (shared > r.device.sharedMemPerBlockOptin) {
-    return notApplicable(cat("the sm90 dQ kernel needs ", shared, " bytes of shared memory per block; the device allows ",
-                             r.device.sharedMemPerBlockOptin));
-  }
   sm80::BackwardResolution mmaSync = sm80::resolveBackward(r);
   if (!mmaSync.launch) return refusal(std::move(mmaSync.refusal));
   d.mmaSync = std::move(mmaSync.launch);
-  if (auto why = chooseGrid(r.policy, queryGradientBlocksX(problem), problem.batch, problem.headsQ, d.gridDnhb,
-                            d.grid, d.notes)) {
-    return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
-  }
+  // The grid layout the mma.sync kernels chose (FFPA_POLICY_LAUNCH_GRID_DNHB, or B*H past the y
+  // extent) holds for the sm90 grids too: their y and z extents are the same.
+  d.gridDnhb = d.mmaSync->gridDnhb;
   return d;
 }
 
 class BackwardPlan final : public PlanPayload {
  public:
-  BackwardPlan(const sm80::BackwardLaunch& mmaSync, const QueryGradientInstance& instance, bool gridDnhb)
-      : mmaSync_(mmaSync), instance_(instance), gridDnhb_(gridDnhb) {}
+  BackwardPlan(const Resolution& d) : mmaSync_(*d.mmaSync), query_(d.query), key_(d.key), gridDnhb_(d.gridDnhb) {}
 
-  // Three launches on the stream, in order: row statistics, dQ (sm90), dK/dV.
+  // Three launches on the stream, in order: row statistics, dQ, dK/dV.
   void launch(const LaunchArgs& args) const override {
     const auto stream = static_cast<cudaStream_t>(args.stream);
-    sm80::BackwardParams p = sm80::backwardCallParams(mmaSync_, args.problem, args.tensors, args.workspace);
+    const sm80::BackwardLaunch& m = mmaSync_;
+    sm80::BackwardParams p = sm80::backwardCallParams(m, args.problem, args.tensors, args.workspace);
     void* arguments[] = {&p};
-    checkCuda(cudaLaunchKernel(mmaSync_.instance->rowStats, dim3(mmaSync_.rowStatsGrid),
-                               dim3(32 * sm80::kRowStatsWarps), arguments, 0, stream),
+    checkCuda(cudaLaunchKernel(m.instance->rowStats, dim3(m.rowStatsGrid), dim3(32 * sm80::kRowStatsWarps), arguments,
+                               0, stream),
               "the sm80 backward row-statistics kernel launch");
-
-    const QueryGradientCall call =
-        describeQueryGradientCall(args.problem, args.tensors, static_cast<const float*>(args.workspace), gridDnhb_);
-    QueryGradientParams q;
-    static_cast<QueryGradientArguments&>(q) = call.arguments;
-    q.qMap = encodeTensorMap(call.q);
-    q.kMap = encodeTensorMap(call.k);
-    q.vMap = encodeTensorMap(call.v);
-    q.dOMap = encodeTensorMap(call.dO);
-    void* queryArguments[] = {&q};
-    checkCuda(cudaLaunchKernel(instance_.kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
-                               queryArguments, q.sharedBytes, stream),
-              "the sm90 backward dQ kernel launch");
-
-    const sm80::BackwardLaunch& d = mmaSync_;
-    checkCuda(cudaLaunchKernel(d.instance->keyGradient, dim3(d.keyGrid[0], d.keyGrid[1], d.keyGrid[2]),
-                               dim3(d.keyShape.threads()), arguments, p.keyLayout.sharedBytes, stream),
-              "the sm80 backward dK/dV kernel launch");
+    const auto* rowStats = static_cast<const float*>(args.workspace);
+    if (query_ != nullptr) {
+      const QueryGradientCall call = describeQueryGradientCall(args.problem, args.tensors, rowStats, gridDnhb_);
+      QueryGradientParams q;
+      static_cast<QueryGradientArguments&>(q) = call.arguments;
+      encodeMaps(call, q);
+      void* queryArguments[] = {&q};
+      checkCuda(cudaLaunchKernel(query_->kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
+                                 queryArguments, q.sharedBytes, stream),
+                "the sm90 backward dQ kernel launch");
+    } else {
+      checkCuda(cudaLaunchKernel(m.instance->queryGradient, dim3(m.queryGrid[0], m.queryGrid[1], m.queryGrid[2]),
+                                 dim3(m.queryShape.threads()), arguments, p.queryLayout.sharedBytes, stream),
+                "the sm80 backward dQ kernel launch");
+    }
+    if (key_ != nullptr) {
+      const KeyGradientCall call = describeKeyGradientCall(args.problem, args.tensors, rowStats, gridDnhb_);
+      KeyGradientParams k;
+      static_cast<KeyGradientArguments&>(k) = call.arguments;
+      encodeMaps(call, k);
+      void* keyArguments[] = {&k};
+      checkCuda(cudaLaunchKernel(key_->kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
+                                 keyArguments, k.sharedBytes, stream),
+                "the sm90 backward dK/dV kernel launch");
+    } else {
+      checkCuda(cudaLaunchKernel(m.instance->keyGradient, dim3(m.keyGrid[0], m.keyGrid[1], m.keyGrid[2]),
+                                 dim3(m.keyShape.threads()), arguments, p.keyLayout.sharedBytes, stream),
+                "the sm80 backward dK/dV kernel launch");
+    }
   }
 
  private:
+  template <class Call, class Params>
+  static void encodeMaps(const Call& call, Params& params) {
+    params.qMap = encodeTensorMap(call.q);
+    params.kMap = encodeTensorMap(call.k);
+    params.vMap = encodeTensorMap(call.v);
+    params.dOMap = encodeTensorMap(call.dO);
+  }
+
   sm80::BackwardLaunch mmaSync_;
-  const QueryGradientInstance& instance_;  // an element of the process-wide instance list
+  const QueryGradientInstance* query_;  // elements of the process-wide instance lists, or null
+  const KeyGradientInstance* key_;
   bool gridDnhb_;
 };
 
 Support supports(const PlanRequest& r) { return resolve(r).support; }
 
+// "dQ: sm90 ..." or "dK/dV: sm90 ...": the sm90 kernel's part of a plan's config.
+std::string sm90Config(const char* what, int clusterSize, int ctaColumns, const char* exchange, uint32_t shared,
+                       bool gridDnhb) {
+  return cat(what, ": sm90 Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
+             " cluster=", clusterSize, " columns=", consumer0Columns(ctaColumns), "+", consumer1Columns(ctaColumns),
+             clusterSize > 1 ? exchange : "", " smem=", shared, " grid=", gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)");
+}
+
 Plan plan(const PlanRequest& r) {
   const Resolution d = resolve(r);
-  const QueryGradientInstance& instance = *d.instance;
   const sm80::BackwardLaunch& mmaSync = *d.mmaSync;
   if (r.runtime != nullptr) {
     // Once per plan, not per call: the execute path only launches.
-    allowDynamicSharedMemory(instance.kernel, r.device, "sm90 backward dQ kernel");
-    allowDynamicSharedMemory(mmaSync.instance->keyGradient, r.device, "sm80 backward dK/dV kernel");
+    if (d.query != nullptr) {
+      allowDynamicSharedMemory(d.query->kernel, r.device, "sm90 backward dQ kernel");
+    } else {
+      allowDynamicSharedMemory(mmaSync.instance->queryGradient, r.device, "sm80 backward dQ kernel");
+    }
+    if (d.key != nullptr) {
+      allowDynamicSharedMemory(d.key->kernel, r.device, "sm90 backward dK/dV kernel");
+    } else {
+      allowDynamicSharedMemory(mmaSync.instance->keyGradient, r.device, "sm80 backward dK/dV kernel");
+    }
   }
-  const QueryGradientShape shape{instance.headDimQk, instance.clusterSize};
-  const int ctaColumns = shape.headDimQk / shape.clusterSize;
-  const std::string mmaSyncConfig = sm80::describeBackwardConfig(mmaSync);
-  const auto keyPart = mmaSyncConfig.find("dK/dV:");
+  const std::optional<QueryGradientShape> queryShape =
+      d.query ? std::optional<QueryGradientShape>({d.query->headDimQk, d.query->clusterSize}) : std::nullopt;
+  const std::optional<int> keyDim = d.key ? std::optional<int>(d.key->headDim) : std::nullopt;
+  std::string config;
+  if (queryShape) {
+    config = sm90Config("dQ", queryShape->clusterSize, queryShape->headDimQk / queryShape->clusterSize,
+                        " exchange=S,dP:dsmem", queryGradientSharedBytes(r.problem), d.gridDnhb) +
+             "; ";
+  } else {
+    config = cat("dQ: mma.sync (", d.queryWhy, "); ");
+  }
+  if (keyDim) {
+    config += sm90Config("dK/dV", kMaxClusterSize, *keyDim / kMaxClusterSize, " exchange=S^T,dP^T:dsmem",
+                         keyGradientSharedBytes(r.problem), d.gridDnhb) +
+              "; ";
+  } else {
+    config += cat("dK/dV: mma.sync (", d.keyWhy, "); ");
+  }
   Plan plan;
-  plan.kernel = backwardInstanceName(r.problem.dtype, shape);
-  plan.config = cat("dQ: sm90 Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
-                    " d_qk<=", shape.headDimQk, " cluster=", shape.clusterSize, " columns=",
-                    consumer0Columns(ctaColumns), "+", consumer1Columns(ctaColumns),
-                    shape.clusterSize > 1 ? " exchange=S,dP:dsmem" : "", " smem=", queryGradientSharedBytes(r.problem),
-                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", "; ",  // notes: the mma.sync part's
-                    keyPart == std::string::npos ? mmaSyncConfig : mmaSyncConfig.substr(keyPart),
-                    " (", sm80::backwardInstanceName(*mmaSync.instance), ")");
+  plan.kernel = backwardInstanceName(r.problem.dtype, queryShape, keyDim);
+  plan.config = cat(config, "mma.sync part: ", sm80::backwardInstanceName(*mmaSync.instance), " ",
+                    sm80::describeBackwardConfig(mmaSync));
   plan.kernelWorkspaceBytes = mmaSync.workspaceBytes;
-  plan.payload = std::make_unique<BackwardPlan>(mmaSync, instance, d.gridDnhb);
+  plan.payload = std::make_unique<BackwardPlan>(d);
   return plan;
 }
 
 }  // namespace
 
-std::string backwardInstanceName(ffpaDataType_t dtype, QueryGradientShape shape) {
-  return cat(kBackwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", shape.headDimQk,
-             shape.clusterSize > 1 ? ".cluster2" : "");
+std::string backwardInstanceName(ffpaDataType_t dtype, std::optional<QueryGradientShape> query,
+                                 std::optional<int> keyDim) {
+  std::string name = cat(kBackwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16");
+  if (query) name += cat(".dq", query->headDimQk, query->clusterSize > 1 ? "x2" : "");
+  if (keyDim) name += cat(".dkdv", *keyDim, "x2");
+  return name;
 }
 
 void registerBackwardVariant(KernelRegistry& registry) {

@@ -1,7 +1,9 @@
-// The sm90 backward as a kernel variant of the registry: the mma.sync row-statistics and dK/dV
-// kernels (src/sm80/backward_resolve.h) around the sm90 dQ kernel (query_gradient_call.h). With
-// FFPA_POLICY_HOPPER_KERNELS on, on compute capability 9.0 it comes before the sm80 backward for
-// the problems the dQ kernel serves, unless a knob only the mma.sync kernels have is set.
+// The sm90 backward as a kernel variant of the registry: the mma.sync row-statistics kernel
+// (src/sm80/backward_resolve.h), then the sm90 dQ kernel (query_gradient_call.h) and the sm90
+// dK/dV kernel (key_gradient_call.h) where each serves the problem, the mma.sync ones where not.
+// With FFPA_POLICY_HOPPER_KERNELS on, on compute capability 9.0 it comes before the sm80 backward
+// for the problems at least one sm90 gradient kernel serves, unless a knob only the mma.sync
+// kernels have is set.
 #pragma once
 
 #include "core/kernel_registry.h"
@@ -9,15 +11,18 @@
 
 #include <ffpa/ffpa.h>
 
+#include <optional>
 #include <string>
 
 namespace ffpa::sm90 {
 
 constexpr const char* kBackwardVariantName = "sm90.backward";
 
-// "sm90.backward.bf16.d512.cluster2": the variant, the element type, the dQ instance's d_qk and,
-// for a cluster of two, its size.
-std::string backwardInstanceName(ffpaDataType_t dtype, QueryGradientShape shape);
+// "sm90.backward.bf16.dq512x2.dkdv512x2": the variant, the element type, and the sm90 kernels
+// that run: the dQ instance's d_qk ("x2": a cluster of two) and the dK/dV instance's head dim
+// (always clusters of two); a kernel left out is the mma.sync one.
+std::string backwardInstanceName(ffpaDataType_t dtype, std::optional<QueryGradientShape> query,
+                                 std::optional<int> keyDim);
 
 void registerBackwardVariant(KernelRegistry& registry);
 

@@ -17,14 +17,7 @@ std::string queryGradientRefusal(const AttentionProblem& p) {
   if (p.headDimV > kMaxClusterGradientDim || p.headDimV % 16 != 0) {
     return cat("d_v = ", p.headDimV, " is not a multiple of 16 up to the sm90 dQ kernel's ", kMaxClusterGradientDim);
   }
-  if (std::string why = sizeRefusal(p); !why.empty()) return why;
-  if (!rowMapAddressable(p.q, p.headDimQk, p.seqQ, p.headsQ, p.batch) ||
-      !rowMapAddressable(p.k, p.headDimQk, p.seqKv, p.headsKv, p.batch) ||
-      !rowMapAddressable(p.v, p.headDimV, p.seqKv, p.headsKv, p.batch) ||
-      !rowMapAddressable(p.dO, p.headDimV, p.seqQ, p.headsQ, p.batch)) {
-    return "TMA needs Q, K, V and dO strides (batch, head, row) that are positive multiples of 16 bytes";
-  }
-  return {};
+  return gradientOperandsRefusal(p);
 }
 
 QueryGradientShape queryGradientShape(const AttentionProblem& p) {
@@ -59,10 +52,11 @@ QueryGradientCall describeQueryGradientCall(const AttentionProblem& p, const Ten
   const QueryGradientShape shape = queryGradientShape(p);
   call.clusterSize = shape.clusterSize;
   queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
-  call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
-  call.k = rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
-  call.v = rowMap(tensors.v, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
-  call.dO = rowMap(tensors.dO, p.headDimV, p.seqQ, p.headsQ, p.batch, p.dO);
+  const GradientMaps maps = gradientMaps(p, tensors);
+  call.q = maps.q;
+  call.k = maps.k;
+  call.v = maps.v;
+  call.dO = maps.dO;
   gridExtents(queryGradientBlocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }

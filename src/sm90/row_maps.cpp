@@ -39,6 +39,13 @@ TensorMapSpec rowMap(const void* base, int64_t dim, int64_t rows, int64_t heads,
   return spec;
 }
 
+GradientMaps gradientMaps(const AttentionProblem& p, const TensorArgs& tensors) {
+  return {rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q),
+          rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k),
+          rowMap(tensors.v, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v),
+          rowMap(tensors.dO, p.headDimV, p.seqQ, p.headsQ, p.batch, p.dO)};
+}
+
 bool rowMapAddressable(const Strides& strides, int64_t dim, int64_t rows, int64_t heads, int64_t batch) {
   uint64_t bytes[4];
   byteStrides(strides, {rows, heads, batch}, dim, bytes);
@@ -51,6 +58,17 @@ std::string sizeRefusal(const AttentionProblem& p) {
   constexpr int64_t kMaxLength = std::numeric_limits<int32_t>::max();
   if (p.seqQ > kMaxLength || p.seqKv > kMaxLength || p.batch > kMaxLength || p.headsQ > kMaxLength) {
     return "lengths, heads and batch must stay below 2^31";
+  }
+  return {};
+}
+
+std::string gradientOperandsRefusal(const AttentionProblem& p) {
+  if (std::string why = sizeRefusal(p); !why.empty()) return why;
+  if (!rowMapAddressable(p.q, p.headDimQk, p.seqQ, p.headsQ, p.batch) ||
+      !rowMapAddressable(p.k, p.headDimQk, p.seqKv, p.headsKv, p.batch) ||
+      !rowMapAddressable(p.v, p.headDimV, p.seqKv, p.headsKv, p.batch) ||
+      !rowMapAddressable(p.dO, p.headDimV, p.seqQ, p.headsQ, p.batch)) {
+    return "TMA needs Q, K, V and dO strides (batch, head, row) that are positive multiples of 16 bytes";
   }
   return {};
 }

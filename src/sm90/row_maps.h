@@ -3,6 +3,7 @@
 // shared by the forward and the backward's call descriptions.
 #pragma once
 
+#include "core/plan.h"
 #include "core/problem.h"
 #include "sm90/tensor_map.h"
 
@@ -16,11 +17,21 @@ namespace ffpa::sm90 {
 TensorMapSpec rowMap(const void* base, int64_t dim, int64_t rows, int64_t heads, int64_t batch,
                      const Strides& strides);
 
+// The maps of the backward's Q, K, V and dO (the gradient kernels' operands).
+struct GradientMaps {
+  TensorMapSpec q, k, v, dO;
+};
+GradientMaps gradientMaps(const AttentionProblem& problem, const TensorArgs& tensors);
+
 // Whether TMA can address such a tensor: a unit stride on d, and byte strides (of the dimensions
 // with more than one element) that are positive multiples of 16 below 2^40.
 bool rowMapAddressable(const Strides& strides, int64_t dim, int64_t rows, int64_t heads, int64_t batch);
 
 // Why the sm90 kernels' 32-bit sizes cannot hold `problem` (empty when they can).
 std::string sizeRefusal(const AttentionProblem& problem);
+
+// Why the sm90 gradient kernels cannot load the backward's Q, K, V and dO (sizeRefusal, or
+// strides TMA cannot address); empty when they can.
+std::string gradientOperandsRefusal(const AttentionProblem& problem);
 
 }  // namespace ffpa::sm90

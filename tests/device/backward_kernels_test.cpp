@@ -9,7 +9,8 @@
 //     the kernels use no atomics);
 //   - each value of the pipeline knobs the backward follows;
 //   - with FFPA_POLICY_HOPPER_KERNELS on a compute capability 9.0 GPU, the "sm90.backward" plans
-//     (the wgmma dQ kernel, one CTA or clusters of two) over d 257..640, and their repeatability.
+//     (the wgmma dQ kernel, one CTA or clusters of two, over d_qk 257..640; the wgmma dK/dV kernel
+//     on clusters of two over max(d_qk, d_v) 257..512), and their repeatability.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -158,14 +159,15 @@ TEST_CASE("sm80 backward: every value of the pipeline knobs it follows") {
   }
 }
 
-TEST_CASE("sm90 backward: the Hopper dQ kernel over d 257-640, tails, masks, head groups, layouts, dtypes") {
+TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head groups, layouts, dtypes") {
   if (!hopper_runs_here()) return;
   Handle handle;
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   Workspace workspace;
-  // One CTA up to d = 384 (d_qk 320 and 384 instances), clusters of two above (384, 512 and 640):
-  // partial last blocks, d_qk != d_v both ways, the absorbed-MLA 576 / 512, a rank with no dO / V
-  // block (d_v 64), one query, more queries than keys.
+  // dQ: one CTA up to d = 384 (d_qk 320 and 384 instances), clusters of two above (384, 512 and
+  // 640); dK/dV: clusters of two up to 512 (384, 512), the mma.sync kernel above (576 / 512,
+  // 640): partial last blocks, d_qk != d_v both ways, a rank with no dO / V block (d_v 64), one
+  // query, more queries than keys; 128 / 512 runs the mma.sync dQ kernel and the sm90 dK/dV one.
   const struct {
     int64_t b, hq, hkv, nq, nkv, dqk, dv;
     CausalMask mask;
@@ -181,6 +183,7 @@ TEST_CASE("sm90 backward: the Hopper dQ kernel over d 257-640, tails, masks, hea
       {1, 3, 3, 1, 777, 320, 640, CausalMask::bottom_right, DType::bfloat16, LayoutKind::padded_aligned},
       {1, 2, 1, 300, 70, 448, 64, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
       {1, 2, 2, 200, 450, 400, 416, CausalMask::none, DType::bfloat16, LayoutKind::bnhd},
+      {1, 4, 2, 500, 300, 128, 512, CausalMask::top_left, DType::bfloat16, LayoutKind::bhnd},
   };
   uint64_t start = 53000;
   for (const auto& c : cases) {
@@ -206,8 +209,10 @@ TEST_CASE("sm90 backward: the same call twice gives the same bits") {
     problem.forward(handle, workspace, true);
     problem.backward(handle, workspace);
     check_backward_outputs(context, problem);
-    const HostTensor dq = problem.dq.host;
+    const HostTensor dq = problem.dq.host, dk = problem.dk.host, dv = problem.dv.host;
     problem.backward(handle, workspace);  // poisons the gradients first
     CHECK_MESSAGE(same_bytes(problem.dq.host, dq), context << ": dQ of the second run differs");
+    CHECK_MESSAGE(same_bytes(problem.dk.host, dk), context << ": dK of the second run differs");
+    CHECK_MESSAGE(same_bytes(problem.dv.host, dv), context << ": dV of the second run differs");
   }
 }

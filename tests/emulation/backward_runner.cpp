@@ -39,7 +39,7 @@ int64_t nonzeroRows(const HostTensor& tensor, Selected selected) {
 
 }  // namespace
 
-BackwardOutcome runBackward(const AttentionCase& c, QueryGradientRun queryGradient) {
+BackwardOutcome runBackward(const AttentionCase& c, GradientRun queryGradient, GradientRun keyGradient) {
   const ffpa_tools::AttentionProblem& s = c.shape;
   HostTensor q = queryTensor(c, s.dim_qk), k = keyTensor(c, s.dim_qk), v = keyTensor(c, s.dim_v);
   HostTensor dO = queryTensor(c, s.dim_v), o = queryTensor(c, s.dim_v), lse = lseTensor(c);
@@ -129,10 +129,18 @@ BackwardOutcome runBackward(const AttentionCase& c, QueryGradientRun queryGradie
                                   c.scheduleSeed),
                         params);
   }
-  twin->keyGradient(scheduled({dims(launch.keyGrid), launch.keyShape.threads(), params.keyLayout.sharedBytes,
-                               {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv)}},
-                              c.scheduleSeed),
-                    params);
+  if (keyGradient != nullptr) {
+    out.kernel = keyGradient(problem, tensors, rowStats.data(),
+                             {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv),
+                              stats},
+                             c.scheduleSeed) +
+                 " with " + out.kernel;
+  } else {
+    twin->keyGradient(scheduled({dims(launch.keyGrid), launch.keyShape.threads(), params.keyLayout.sharedBytes,
+                                 {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv)}},
+                                c.scheduleSeed),
+                      params);
+  }
   const std::vector<uint8_t> after[] = {bytesOf(q), bytesOf(k), bytesOf(v), bytesOf(o), bytesOf(dO), bytesOf(lse)};
   for (int i = 0; i < 6; ++i) {
     if (inputs[i] != after[i]) throw std::runtime_error(out.kernel + " wrote into its inputs");
@@ -168,9 +176,9 @@ void checkBackward(const AttentionCase& c, const BackwardOutcome& outcome) {
                 context << "\n  dV of a key no query sees must be exactly 0");
 }
 
-void runAndCheckBackward(const AttentionCase& c, QueryGradientRun queryGradient) {
+void runAndCheckBackward(const AttentionCase& c, GradientRun queryGradient, GradientRun keyGradient) {
   try {
-    checkBackward(c, runBackward(c, queryGradient));
+    checkBackward(c, runBackward(c, queryGradient, keyGradient));
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }

@@ -24,17 +24,18 @@ struct BackwardOutcome {
   std::vector<double> exact[3], fromGivenO[3];
 };
 
-// A dQ kernel to run in place of the planned mma.sync one (the sm90 kernel, which the planner
-// pairs with the mma.sync row-statistics and dK/dV kernels): it is given the problem, the
+// A gradient kernel to run in place of the planned mma.sync one (the sm90 dQ or dK/dV kernel,
+// which the planner pairs with the mma.sync row-statistics kernel): it is given the problem, the
 // tensors, the row statistics written before it, the buffers it may touch and the schedule seed,
 // and returns its name.
-using QueryGradientRun = std::string (*)(const ffpa::AttentionProblem& problem, const ffpa::TensorArgs& tensors,
-                                         const float* rowStats, std::vector<ffpa::emulation::Buffer> buffers,
-                                         uint64_t scheduleSeed);
+using GradientRun = std::string (*)(const ffpa::AttentionProblem& problem, const ffpa::TensorArgs& tensors,
+                                    const float* rowStats, std::vector<ffpa::emulation::Buffer> buffers,
+                                    uint64_t scheduleSeed);
 
-// Plans and runs `c` (with `queryGradient` for dQ when given). Throws std::runtime_error when the planner refuses the problem and
+// Plans and runs `c` (with `queryGradient` for dQ and `keyGradient` for dK and dV when given). Throws std::runtime_error when the planner refuses the problem and
 // ffpa::emulation::KernelError when the emulator finds a bug in a kernel.
-BackwardOutcome runBackward(const AttentionCase& c, QueryGradientRun queryGradient = nullptr);
+BackwardOutcome runBackward(const AttentionCase& c, GradientRun queryGradient = nullptr,
+                            GradientRun keyGradient = nullptr);
 
 // CHECKs the outcome as the device tests do: each gradient within FlashAttention's criterion of
 // float64 (twice what rounding the exact gradient and the given O cost, plus a floor); dQ of
@@ -42,6 +43,7 @@ BackwardOutcome runBackward(const AttentionCase& c, QueryGradientRun queryGradie
 void checkBackward(const AttentionCase& c, const BackwardOutcome& outcome);
 
 // runBackward() and checkBackward(), with a failure to run reported as a failed CHECK.
-void runAndCheckBackward(const AttentionCase& c, QueryGradientRun queryGradient = nullptr);
+void runAndCheckBackward(const AttentionCase& c, GradientRun queryGradient = nullptr,
+                         GradientRun keyGradient = nullptr);
 
 }  // namespace emulation_test

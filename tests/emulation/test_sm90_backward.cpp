@@ -10,12 +10,15 @@
 
 #include "emulation/launch.h"
 #include "sm90/backward_variant.h"
+#include "sm90/key_gradient_call.h"
+#include "sm90/key_gradient_kernel.cuh"
 #include "sm90/query_gradient_call.h"
 #include "sm90/query_gradient_kernel.cuh"
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,29 +55,75 @@ void launchFor(ffpa::sm90::QueryGradientShape shape, const ffpa::emulation::Conf
   }
 }
 
+// The kernel parameters of `call` (arguments and tensor-map descriptions) and the emulator's
+// launch configuration for them.
+template <class Params, class Call>
+Params paramsOf(const Call& call) {
+  Params params;
+  static_cast<decltype(call.arguments)&>(params) = call.arguments;
+  params.qMap = call.q;
+  params.kMap = call.k;
+  params.vMap = call.v;
+  params.dOMap = call.dO;
+  if (params.sharedBytes > 227 * 1024) throw std::runtime_error("the layout exceeds 227 KiB of shared memory");
+  return params;
+}
+
+template <class Call>
+ffpa::emulation::Config configOf(const Call& call, uint32_t sharedBytes, std::vector<ffpa::emulation::Buffer> buffers,
+                                 uint64_t scheduleSeed) {
+  ffpa::emulation::Config config({int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads,
+                                 sharedBytes, std::move(buffers));
+  config.scheduleSeed = scheduleSeed;
+  return config;
+}
+
 std::string runSm90QueryGradient(const ffpa::AttentionProblem& problem, const ffpa::TensorArgs& tensors,
                                  const float* rowStats, std::vector<ffpa::emulation::Buffer> buffers,
                                  uint64_t scheduleSeed) {
   const std::string refusal = ffpa::sm90::queryGradientRefusal(problem);
   if (!refusal.empty()) throw std::runtime_error("the sm90 dQ kernel refuses the problem: " + refusal);
   const ffpa::sm90::QueryGradientCall call = ffpa::sm90::describeQueryGradientCall(problem, tensors, rowStats, false);
-  ffpa::sm90::QueryGradientParams params;
-  static_cast<ffpa::sm90::QueryGradientArguments&>(params) = call.arguments;
-  params.qMap = call.q;
-  params.kMap = call.k;
-  params.vMap = call.v;
-  params.dOMap = call.dO;
-  if (params.sharedBytes > 227 * 1024) throw std::runtime_error("the layout exceeds 227 KiB of shared memory");
-  ffpa::emulation::Config config({int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads,
-                                 params.sharedBytes, std::move(buffers));
-  config.scheduleSeed = scheduleSeed;
+  const auto params = paramsOf<ffpa::sm90::QueryGradientParams>(call);
+  const auto config = configOf(call, params.sharedBytes, std::move(buffers), scheduleSeed);
   const ffpa::sm90::QueryGradientShape shape = ffpa::sm90::queryGradientShape(problem);
   if (problem.dtype == FFPA_DATA_TYPE_BFLOAT16) {
     launchFor<ffpa::kernels::Bf16Tag>(shape, config, params);
   } else {
     launchFor<ffpa::kernels::HalfTag>(shape, config, params);
   }
-  return ffpa::sm90::backwardInstanceName(problem.dtype, shape);
+  return ffpa::sm90::backwardInstanceName(problem.dtype, shape, std::nullopt);
+}
+
+template <class Tag>
+void launchKeyGradient(int instanceDim, const ffpa::emulation::Config& config,
+                       const ffpa::sm90::KeyGradientParams& params) {
+  const auto run = [&](auto kernel) {
+    ffpa::emulation::launch(ffpa::emulation::clustered(config, ffpa::sm90::kMaxClusterSize), kernel, params);
+  };
+  switch (instanceDim) {
+    case 384:
+      return run([](const ffpa::sm90::KeyGradientParams& p) { ffpa::kernels::sm90::KeyGradientKernel<Tag, 384>::run(p); });
+    case 512:
+      return run([](const ffpa::sm90::KeyGradientParams& p) { ffpa::kernels::sm90::KeyGradientKernel<Tag, 512>::run(p); });
+    default: throw std::invalid_argument("no sm90 dK/dV instance for d " + std::to_string(instanceDim));
+  }
+}
+
+std::string runSm90KeyGradient(const ffpa::AttentionProblem& problem, const ffpa::TensorArgs& tensors,
+                               const float* rowStats, std::vector<ffpa::emulation::Buffer> buffers,
+                               uint64_t scheduleSeed) {
+  const std::string refusal = ffpa::sm90::keyGradientRefusal(problem);
+  if (!refusal.empty()) throw std::runtime_error("the sm90 dK/dV kernel refuses the problem: " + refusal);
+  const ffpa::sm90::KeyGradientCall call = ffpa::sm90::describeKeyGradientCall(problem, tensors, rowStats, false);
+  const auto params = paramsOf<ffpa::sm90::KeyGradientParams>(call);
+  const auto config = configOf(call, params.sharedBytes, std::move(buffers), scheduleSeed);
+  if (problem.dtype == FFPA_DATA_TYPE_BFLOAT16) {
+    launchKeyGradient<ffpa::kernels::Bf16Tag>(call.instanceDim, config, params);
+  } else {
+    launchKeyGradient<ffpa::kernels::HalfTag>(call.instanceDim, config, params);
+  }
+  return ffpa::sm90::backwardInstanceName(problem.dtype, std::nullopt, call.instanceDim);
 }
 
 AttentionCase sweepCase(int index, const int (&dim)[2], int kvLength, uint64_t start) {
@@ -145,6 +194,49 @@ TEST_CASE("sm90 backward dQ: shuffled schedules give the same bits") {
       } catch (const std::exception& e) {
         FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
       }
+    }
+  }
+}
+
+TEST_CASE("sm90 backward dK/dV: clusters of two CTAs (max d 257..512), tails, masks, layouts, GQA/MQA") {
+  // d_v 64 leaves rank 1 no V or dO block; 272 / 304 partial last blocks; GQA and MQA sum the
+  // group's query heads inside the CTA; queries that see no key, keys no query sees.
+  const int dims[][2] = {{512, 512}, {384, 384}, {272, 304}, {448, 64}, {320, 512}, {512, 400}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    runAndCheckBackward(sweepCase(index++, dim, 110, 1500), runSm90QueryGradient, runSm90KeyGradient);
+  }
+  AttentionCase c;
+  c.shape = problem(1, 4, 1, 150, 70, 384, 320, CausalMask::bottom_right);  // MQA; queries 0..79 see no key
+  c.dtype = DType::bfloat16;
+  c.start = 1510;
+  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+  c.shape = problem(1, 2, 2, 70, 200, 512, 512, CausalMask::top_left);  // keys 70..199 seen by no query
+  c.dtype = DType::float16;
+  c.start = 1511;
+  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+}
+
+TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
+  AttentionCase c;
+  c.shape = problem(1, 2, 1, 200, 100, 448, 512, CausalMask::bottom_right);
+  c.dtype = DType::bfloat16;
+  c.start = 1520;
+  std::vector<uint8_t> firstK, firstV;
+  for (const uint64_t seed : {1u, 2u, 3u}) {
+    c.scheduleSeed = seed;
+    try {
+      const BackwardOutcome outcome = runBackward(c, nullptr, runSm90KeyGradient);
+      checkBackward(c, outcome);
+      const std::vector<uint8_t> k = bytesOf(outcome.dk), v = bytesOf(outcome.dv);
+      if (firstK.empty()) {
+        firstK = k;
+        firstV = v;
+      }
+      CHECK_MESSAGE(k == firstK, c.toString() << ": dK differs from schedule 1's");
+      CHECK_MESSAGE(v == firstV, c.toString() << ": dV differs from schedule 1's");
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
   }
 }

@@ -220,7 +220,7 @@ TEST_CASE("exp2 emulation: a knob of the Hopper forward, refused by name elsewhe
   CHECK(describeForward(h, small).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
 }
 
-TEST_CASE("the sm90 backward: the Hopper dQ kernel between the mma.sync row statistics and dK/dV") {
+TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the mma.sync ones elsewhere") {
   if (!hopperCompiled()) {
     MESSAGE("skipped: this build compiles no sm_90a code");
     return;
@@ -234,14 +234,19 @@ TEST_CASE("the sm90 backward: the Hopper dQ kernel between the mma.sync row stat
     const char* config;
   };
   const Case cases[] = {
-      {FFPA_DATA_TYPE_FLOAT16, 320, 320, "sm90.backward.f16.d320", "cluster=1 columns=192+128 smem="},
-      {FFPA_DATA_TYPE_BFLOAT16, 384, 384, "sm90.backward.bf16.d384", "cluster=1 columns=192+192 smem=230528"},
-      {FFPA_DATA_TYPE_FLOAT16, 272, 304, "sm90.backward.f16.d320", "cluster=1 "},
-      {FFPA_DATA_TYPE_BFLOAT16, 512, 512, "sm90.backward.bf16.d512.cluster2",
-       "cluster=2 columns=128+128 exchange=S,dP:dsmem"},
-      {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.backward.bf16.d640.cluster2", "cluster=2 columns=192+128"},
-      {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.d640.cluster2", "smem=230528"},
-      {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.d384.cluster2", "cluster=2 columns=128+64"},
+      {FFPA_DATA_TYPE_FLOAT16, 320, 320, "sm90.backward.f16.dq320.dkdv384x2", "dQ: sm90 Br=64 Bc=64 warpgroups=1+2"},
+      {FFPA_DATA_TYPE_BFLOAT16, 384, 384, "sm90.backward.bf16.dq384.dkdv384x2",
+       "cluster=1 columns=192+192 smem=230528"},
+      {FFPA_DATA_TYPE_FLOAT16, 272, 304, "sm90.backward.f16.dq320.dkdv384x2", "dK/dV: sm90 "},
+      {FFPA_DATA_TYPE_BFLOAT16, 512, 512, "sm90.backward.bf16.dq512x2.dkdv512x2",
+       "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=2 columns=128+128 exchange=S^T,dP^T:dsmem "
+       "smem=197744"},
+      {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.backward.bf16.dq640x2",
+       "dK/dV: mma.sync (max(d_qk, d_v) = 576 is outside the sm90 dK/dV kernel's 257..512)"},
+      {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.dq640x2", "cluster=2 columns=192+128 exchange=S,dP:dsmem"},
+      {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.dq384x2", "cluster=2 columns=128+64"},
+      {FFPA_DATA_TYPE_FLOAT16, 128, 512, "sm90.backward.f16.dkdv512x2",
+       "dQ: mma.sync (d_qk = 128 is not a multiple of 16 in the sm90 dQ kernel's 257..640)"},
   };
   for (const Case& c : cases) {
     const std::string kernel = c.kernel;
@@ -251,20 +256,19 @@ TEST_CASE("the sm90 backward: the Hopper dQ kernel between the mma.sync row stat
       const Described d = describeBackward(h, p, causal);
       REQUIRE(d.status == FFPA_STATUS_SUCCESS);
       CHECK(d.kernel == c.kernel);
-      CHECK_HAS(d.config, "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384");
       CHECK_HAS(d.config, c.config);
-      CHECK_HAS(d.config, "; dK/dV: ");  // the mma.sync dK/dV kernel, named
-      CHECK_HAS(d.config, "(sm80.backward.");
+      CHECK_HAS(d.config, "mma.sync part: sm80.backward.");  // the row statistics' instance, named
     }
   }
-  // Outside the dQ kernel's domain, or with a knob of the mma.sync kernels set, the sm80 backward
+  // Where neither sm90 kernel serves, or a knob of the mma.sync kernels is set, the sm80 backward
   // runs all three kernels and the plan says why.
   struct Skip {
     int64_t dqk, dv;
     const char* why;
   };
   const Skip skips[] = {
-      {256, 512, "d_qk = 256 is not a multiple of 16 in the sm90 dQ kernel's 257..640"},
+      {256, 256, "d_qk = 256 is not a multiple of 16 in the sm90 dQ kernel's 257..640; max(d_qk, d_v) = 256 is "
+                 "outside the sm90 dK/dV kernel's 257..512"},
       {1024, 1024, "d_qk = 1024 is not a multiple of 16 in the sm90 dQ kernel's 257..640"},
       {512, 768, "d_v = 768 is not a multiple of 16 up to the sm90 dQ kernel's 640"},
   };
@@ -289,5 +293,5 @@ TEST_CASE("the sm90 backward: the Hopper dQ kernel between the mma.sync row stat
   CHECK_HAS(describeBackward(dnhb, p).config, "grid=(N/Br,H,B)");
   HopperHandle deterministic;  // no atomics: the same plan serves the deterministic policy
   deterministic.set<int32_t>(FFPA_POLICY_DETERMINISTIC, 1);
-  CHECK(describeBackward(deterministic, p).kernel == "sm90.backward.f16.d512.cluster2");
+  CHECK(describeBackward(deterministic, p).kernel == "sm90.backward.f16.dq512x2.dkdv512x2");
 }

@@ -1,0 +1,29 @@
+// The sm90 dK/dV kernel instances (compiled for sm_90a only; see kernels/meson.build).
+#include "sm90/key_gradient_instances.h"
+#include "sm90/key_gradient_kernel.cuh"
+
+namespace ffpa::sm90 {
+namespace {
+
+template <int kHeadDim>
+void append(KeyGradientInstanceList& out) {
+  using ffpa::kernels::Bf16Tag;
+  using ffpa::kernels::HalfTag;
+  using ffpa::kernels::sm90::keyGradientKernel;
+  out.push_back({kHeadDim, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&keyGradientKernel<HalfTag, kHeadDim>)});
+  out.push_back({kHeadDim, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&keyGradientKernel<Bf16Tag, kHeadDim>)});
+}
+
+}  // namespace
+
+const KeyGradientInstanceList& keyGradientInstances() {
+  static const KeyGradientInstanceList instances = [] {
+    KeyGradientInstanceList all;
+    append<384>(all);
+    append<512>(all);
+    return all;
+  }();
+  return instances;
+}
+
+}  // namespace ffpa::sm90

@@ -1,0 +1,285 @@
+// The backward's dK/dV kernel for Hopper (sm_90a), on clusters of two CTAs: TMA loads into
+// 128-byte swizzled shared memory, wgmma from descriptors, a producer warpgroup and two consumers
+// (see sm90/key_gradient_params.h for the roles and the layout).
+//
+// Per step s (64 queries of one query head of the group), with the barriers that order it:
+//   producer:   [dO empty s-1] dO(s) -> dO full     [Q empty s-1] Q(s) -> Q full
+//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; exchange; P^T -> shared memory
+//               [dP full] dS^T = P^T (dP^T - delta) -> dP empty; dS^T -> shared -> tiles full
+//               [dO full] dV0 += P^T dO -> dO empty;  dK0 += dS^T Q -> Q empty
+//   consumer 1: [dO full] dP^T = V dO^T over its d_v share; exchange
+//               [dP empty s-1] dP^T - delta -> dP full
+//               [tiles full] dV1 += P^T dO -> dO empty;  dK1 += dS^T Q -> Q empty, tiles empty
+// so dO(s+1) loads during dS^T Q of step s and consumer 1's dP^T(s+1) runs while Q(s+1) loads.
+// As in the dQ kernel, Q's single buffer orders everything behind it: the dP-empty and
+// tiles-empty waits pass at once today, and stay for a double-buffered Q.
+#pragma once
+
+#include "common/element.cuh"
+#include "common/platform.cuh"
+#include "common/ptx.cuh"
+#include "sm80/cta_geometry.cuh"
+#include "sm90/key_gradient_params.h"
+#include "sm90/ptx.cuh"
+#include "sm90/warpgroup_tiles.cuh"
+
+namespace ffpa::kernels::sm90 {
+
+using ffpa::sm90::KeyGradientParams;
+
+template <class Tag, int kHeadDim>
+struct KeyGradientKernel {
+  using Element = typename Tag::Element;
+  static constexpr int kCluster = kMaxClusterSize;
+  static constexpr int kCtaColumns = kHeadDim / kCluster;          // dK and dV columns of one CTA
+  static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
+  static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
+  static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
+
+  static_assert(kHeadDim % (kBlockColumns * kCluster) == 0, "whole 64-column blocks per CTA");
+  static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
+                "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
+  static_assert(kColumns0 <= 128 && kColumns1 >= kBlockColumns, "wgmma N: 64..128 per consumer");
+  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
+
+  struct Shared {
+    uint32_t k, v, q, dO, p, ds;
+    Four* dp;  // [kTileRegisters / 4][128 threads]: dP^T - delta of consumer 1's thread t
+    Exchange scores, gradients;
+    uint32_t barriers;
+    FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
+  };
+
+  struct Position {
+    int firstKey;
+    int64_t batch;
+    int64_t kvHead;
+    int rank;           // in the cluster
+    BlockShare qk, v;   // the 64-column blocks of d_qk and d_v the CTA holds
+    int firstQueryTile; // the first 64-query tile that sees any of the CTA's keys
+    int queryTiles;     // per query head, from firstQueryTile
+    int steps;          // query tiles of all the group's heads
+  };
+
+  // The query head and first query of step `step`.
+  struct Step {
+    int64_t head;
+    int firstQuery;
+  };
+
+  static FFPA_DEVICE Shared locateShared(const KeyGradientParams& p) {
+    const AlignedShared shared = alignedShared();
+    const uint32_t address = shared.address;
+    Shared s;
+    s.k = address + p.kOffset;
+    s.v = address + p.vOffset;
+    s.q = address + p.qOffset;
+    s.dO = address + p.dOOffset;
+    s.p = address + p.pOffset;
+    s.ds = address + p.dsOffset;
+    s.dp = reinterpret_cast<Four*>(shared.base + p.dpOffset);
+    s.barriers = address + p.barrierOffset;
+    s.scores = exchangeAt(shared, p.scoreExchangeOffset, s.barrier(kKeyScoreExchangeFull), s.barrier(kKeyScoreExchangeEmpty));
+    s.gradients = exchangeAt(shared, p.dpExchangeOffset, s.barrier(kKeyDpExchangeFull), s.barrier(kKeyDpExchangeEmpty));
+    return s;
+  }
+
+  static FFPA_DEVICE Position locate(const KeyGradientParams& p) {
+    const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsKv);
+    Position at;
+    at.rank = clusterRank();
+    at.firstKey = blockIndexX() / kCluster * kRows;
+    at.batch = grid.batch;
+    at.kvHead = grid.head;
+    at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
+    at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
+    const int allTiles = (p.seqQ + kKeys - 1) / kKeys;
+    int64_t firstQuery = p.causal ? int64_t(at.firstKey) - p.causalOffset : 0;
+    if (firstQuery < 0) firstQuery = 0;
+    at.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kKeys);
+    at.queryTiles = allTiles - at.firstQueryTile;
+    at.steps = at.firstKey < p.seqKv ? p.groupSize * at.queryTiles : 0;
+    return at;
+  }
+
+  static FFPA_DEVICE Step stepOf(const KeyGradientParams& p, const Position& at, int step) {
+    return {at.kvHead * p.groupSize + step / at.queryTiles, (at.firstQueryTile + step % at.queryTiles) * kKeys};
+  }
+
+  // --- producer ---------------------------------------------------------------------------------
+
+  static FFPA_DEVICE void produce(const KeyGradientParams& p, const Shared& s, const Position& at) {
+    loadBlocks(&p.kMap, s.k, at.qk, at.firstKey, at.kvHead, at.batch, s.barrier(kKeyKFull));
+    loadBlocks(&p.vMap, s.v, at.v, at.firstKey, at.kvHead, at.batch, s.barrier(kKeyVFull));
+    // Q and dO: all the instance's blocks from the CTA's first, for the products over
+    // kCtaColumns (blocks past d load as zeros; columns past the share are dropped at the end).
+    const BlockShare qBlocks{at.qk.first, kCtaBlocks};
+    const BlockShare dOBlocks{at.v.first, kCtaBlocks};
+    for (int step = 0; step < at.steps; ++step) {
+      const Step t = stepOf(p, at, step);
+      // dO first: both consumers release it after P^T dO, before dS^T Q.
+      if (step > 0) mbarrierWait(s.barrier(kKeyDOEmpty), (step - 1) & 1);
+      loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull));
+      if (step > 0) mbarrierWait(s.barrier(kKeyQEmpty), (step - 1) & 1);
+      loadBlocks(&p.qMap, s.q, qBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyQFull));
+    }
+  }
+
+  // --- consumers ---------------------------------------------------------------------------------
+
+  // The query statistic `which` (0: delta, 1: lse2) of the thread's 16 query columns of step
+  // `t`, register-ordered as the tile (4 j + 2 half + e -> column 8 j + 2 quad + e); queries past
+  // the end get `outside`.
+  static FFPA_DEVICE void queryStats(const KeyGradientParams& p, const Position& at, const Step& t, const Lane& me,
+                                     int which, float outside, float (&out)[kKeys / 4]) {
+    const int64_t rows = int64_t(p.batch) * p.headsQ * p.seqQ;
+    const int64_t base = which * rows + (at.batch * p.headsQ + t.head) * p.seqQ;
+    #pragma unroll
+    for (int j = 0; j < kKeys / 8; ++j) {
+      #pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int query = t.firstQuery + me.column(j, e);
+        out[2 * j + e] = query < p.seqQ ? p.rowStats[base + query] : outside;
+      }
+    }
+  }
+
+  // Writes `acc` (times `scale`) as the CTA's columns from `ctaColumn` on of the gradient at `out`
+  // (d columns, `strides`), up to the end of `share`.
+  template <int N>
+  static FFPA_DEVICE void storeRows(const KeyGradientParams& p, const Position& at, const float (&acc)[N / 2],
+                                    void* out, const int64_t (&strides)[3], int headDim, BlockShare share,
+                                    int ctaColumn, float scale) {
+    const int first = share.first * kBlockColumns;
+    Element* rows = static_cast<Element*>(out) + at.batch * strides[0] + at.kvHead * strides[1];
+    storeAccumulator<N, Tag>(acc, rows, strides[2], at.firstKey, p.seqKv, first + ctaColumn,
+                             first + columnsHeld(headDim, share), scale);
+  }
+
+  // Consumer 0: S^T, P^T, dS^T, and the first columns of dV and dK.
+  static FFPA_DEVICE void consume0(const KeyGradientParams& p, const Shared& s, const Position& at) {
+    const Lane me = lane();
+    const int qkSteps = columnsHeld(p.headDimQk, at.qk) / 16;
+    float dv[kColumns0 / 2], dk[kColumns0 / 2];
+    for (float& value : dv) value = 0.0f;
+    for (float& value : dk) value = 0.0f;
+    if (at.steps > 0) mbarrierWait(s.barrier(kKeyKFull), 0);
+    for (int step = 0; step < at.steps; ++step) {
+      const Step t = stepOf(p, at, step);
+      float lse2[kKeys / 4];  // +inf for queries past the end: P^T = exp2(-inf) = 0
+      queryStats(p, at, t, me, 1, __builtin_huge_valf(), lse2);
+      float tile[kTileRegisters];  // S^T, then P^T, then dS^T
+      mbarrierWait(s.barrier(kKeyQFull), step & 1);
+      scoreProduct<Tag>(tile, s.k, s.q, qkSteps);
+      exchangePartial(s.scores, tile, at.rank, step, at.steps);
+
+      #pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int key = at.firstKey + me.row(half);
+        #pragma unroll
+        for (int j = 0; j < kKeys / 8; ++j) {
+          #pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int query = t.firstQuery + me.column(j, e);
+            const bool visible = query < p.seqQ && key < p.seqKv && (!p.causal || key <= query + p.causalOffset);
+            float& value = tile[4 * j + 2 * half + e];
+            value = visible ? exp2Approx(value * p.scaleLog2 - lse2[2 * j + e]) : 0.0f;
+          }
+        }
+      }
+      if (step > 0) mbarrierWait(s.barrier(kKeyTilesEmpty), (step - 1) & 1);
+      storeTile16<Tag>(s.p, tile, me);
+
+      mbarrierWait(s.barrier(kKeyDpFull), step & 1);
+      multiplyByTileShared(tile, s.dp);
+      mbarrierArrive(s.barrier(kKeyDpEmpty));
+      storeTile16<Tag>(s.ds, tile, me);
+      mbarrierArrive(s.barrier(kKeyTilesFull));
+      mbarrierWait(s.barrier(kKeyTilesFull), step & 1);  // all of P^T and dS^T are written
+
+      mbarrierWait(s.barrier(kKeyDOFull), step & 1);
+      accumulateKeyProduct<kColumns0, Tag>(dv, s.p, s.dO);
+      mbarrierArrive(s.barrier(kKeyDOEmpty));
+      accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, s.q);
+      mbarrierArrive(s.barrier(kKeyQEmpty));
+    }
+    storeRows<kColumns0>(p, at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
+    storeRows<kColumns0>(p, at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
+  }
+
+  // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK.
+  static FFPA_DEVICE void consume1(const KeyGradientParams& p, const Shared& s, const Position& at) {
+    const Lane me = lane();
+    const int vSteps = columnsHeld(p.headDimV, at.v) / 16;
+    constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
+    float dv[kColumns1 / 2], dk[kColumns1 / 2];
+    for (float& value : dv) value = 0.0f;
+    for (float& value : dk) value = 0.0f;
+    if (at.steps > 0) mbarrierWait(s.barrier(kKeyVFull), 0);
+    for (int step = 0; step < at.steps; ++step) {
+      const Step t = stepOf(p, at, step);
+      float delta[kKeys / 4];
+      queryStats(p, at, t, me, 0, 0.0f, delta);
+      float dp[kTileRegisters];
+      mbarrierWait(s.barrier(kKeyDOFull), step & 1);
+      scoreProduct<Tag>(dp, s.v, s.dO, vSteps);
+      exchangePartial(s.gradients, dp, at.rank, step, at.steps);
+
+      // Register 4 j + 2 half + e holds query column 8 j + 2 quad + e (sm90/ptx.cuh).
+      #pragma unroll
+      for (int i = 0; i < kTileRegisters; ++i) dp[i] -= delta[i / 4 * 2 + i % 2];
+      if (step > 0) mbarrierWait(s.barrier(kKeyDpEmpty), (step - 1) & 1);
+      storeTileShared(s.dp, dp);
+      mbarrierArrive(s.barrier(kKeyDpFull));
+
+      mbarrierWait(s.barrier(kKeyTilesFull), step & 1);
+      accumulateKeyProduct<kColumns1, Tag>(dv, s.p, s.dO + kSecond);
+      mbarrierArrive(s.barrier(kKeyDOEmpty));
+      mbarrierWait(s.barrier(kKeyQFull), step & 1);  // Q(s) is in place (consumer 0 saw it)
+      accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + kSecond);
+      mbarrierArrive(s.barrier(kKeyQEmpty));
+      mbarrierArrive(s.barrier(kKeyTilesEmpty));
+    }
+    storeRows<kColumns1>(p, at, dv, p.dv, p.dvStrides, p.headDimV, at.v, kColumns0, 1.0f);
+    storeRows<kColumns1>(p, at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, kColumns0, p.scale);
+  }
+
+  static FFPA_DEVICE void run(const KeyGradientParams& p) {
+    const Shared s = locateShared(p);
+    const Position at = locate(p);
+    const int warpgroup = threadIndex() / 128;
+    // Arrivals per phase of each mbarrier (KeyGradientBarrier order).
+    const int arrivals[kKeyBarrierCount] = {
+        1, 1,            // K full, V full: the producer's expect_tx
+        1, 256,          // Q full; Q empty: both consumers
+        1, 256,          // dO full; dO empty: both consumers
+        128, 128,        // dP full (consumer 1), dP empty (consumer 0)
+        128, 128,        // tiles full (consumer 0), tiles empty (consumer 1)
+        1, 128, 1, 128,  // exchanges: one expect_tx; the other CTA's consumer
+    };
+    initBarriers<kCluster>(s.barrier(0), arrivals);
+    // One branch per warpgroup role, so that setmaxnreg applies (no C7508).
+    if (warpgroup == 0) {
+      decreaseRegisters<kProducerRegisters>();
+      if (threadIndex() == 0 && at.steps > 0) produce(p, s, at);
+    } else if (warpgroup == 1) {
+      increaseRegisters<kConsumerRegisters>();
+      consume0(p, s, at);
+    } else {
+      increaseRegisters<kConsumerRegisters>();
+      consume1(p, s, at);
+    }
+  }
+};
+
+// The kernel entry: grid (ceil(seqKv / 64) * 2, B * Hkv) or (.., Hkv, B); 384 threads;
+// sharedBytes.
+template <class Tag, int kHeadDim>
+FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
+    keyGradientKernel(const FFPA_GRID_CONSTANT KeyGradientParams p) {
+  KeyGradientKernel<Tag, kHeadDim>::run(p);
+}
+
+}  // namespace ffpa::kernels::sm90

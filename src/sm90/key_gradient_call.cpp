@@ -1,0 +1,66 @@
+#include "sm90/key_gradient_call.h"
+
+#include "core/error.h"
+#include "core/launch_grid.h"
+#include "sm90/row_maps.h"
+
+namespace ffpa::sm90 {
+namespace {
+
+int instanceDimOf(const AttentionProblem& p) {
+  return keyGradientInstanceDim(static_cast<int>(p.headDimQk), static_cast<int>(p.headDimV));
+}
+
+}  // namespace
+
+std::string keyGradientRefusal(const AttentionProblem& p) {
+  if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
+    return "the sm90 dK/dV kernel computes fp16 and bf16";
+  }
+  const int64_t larger = p.headDimQk > p.headDimV ? p.headDimQk : p.headDimV;
+  if (larger < kMinKeyGradientDim || larger > kMaxKeyGradientDim) {
+    return cat("max(d_qk, d_v) = ", larger, " is outside the sm90 dK/dV kernel's ", kMinKeyGradientDim, "..",
+               kMaxKeyGradientDim);
+  }
+  if (p.headDimQk % 16 != 0 || p.headDimV % 16 != 0) return "the sm90 dK/dV kernel needs head dims in multiples of 16";
+  return gradientOperandsRefusal(p);
+}
+
+uint32_t keyGradientSharedBytes(const AttentionProblem& p) {
+  KeyGradientArguments a{};
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  return keyGradientLayout(a, instanceDimOf(p));
+}
+
+int64_t keyGradientBlocksX(const AttentionProblem& p) { return (p.seqKv + kRows - 1) / kRows * kMaxClusterSize; }
+
+KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorArgs& tensors, const float* rowStats,
+                                        bool gridDnhb) {
+  KeyGradientCall call{};
+  KeyGradientArguments& a = call.arguments;
+  a.dk = tensors.dk;
+  a.dv = tensors.dv;
+  a.rowStats = rowStats;
+  for (int i = 0; i < 3; ++i) {
+    a.dkStrides[i] = p.dk[i];
+    a.dvStrides[i] = p.dv[i];
+  }
+  copyProblemSizes(p, a);
+  a.headsKv = static_cast<int32_t>(p.headsKv);
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  a.scale = static_cast<float>(p.scale);
+  a.gridDnhb = gridDnhb;
+  call.instanceDim = instanceDimOf(p);
+  keyGradientLayout(a, call.instanceDim);
+  const GradientMaps maps = gradientMaps(p, tensors);
+  call.q = maps.q;
+  call.k = maps.k;
+  call.v = maps.v;
+  call.dO = maps.dO;
+  gridExtents(keyGradientBlocksX(p), p.batch, p.headsKv, gridDnhb, call.grid);
+  return call;
+}
+
+}  // namespace ffpa::sm90

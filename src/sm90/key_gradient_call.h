@@ -1,0 +1,39 @@
+// How the sm90 dK/dV kernel (kernels/sm90/key_gradient_kernel.cuh) serves a backward problem:
+// whether it can, the instance it needs, and the arguments and tensor-map descriptions of one
+// call. Plain C++ calling nothing on the device, shared by the planner (backward_variant.cpp)
+// and the emulator's tests.
+#pragma once
+
+#include "core/plan.h"
+#include "core/problem.h"
+#include "sm90/key_gradient_params.h"
+#include "sm90/tensor_map.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ffpa::sm90 {
+
+// Why the kernel cannot compute dK and dV of `problem` (empty when it can): not fp16 / bf16, the
+// larger head dim outside 257..512, head dims not multiples of 16, sizes beyond 2^31, or strides
+// of Q, K, V or dO that TMA cannot address.
+std::string keyGradientRefusal(const AttentionProblem& problem);
+
+// The dynamic shared memory one CTA of the instance needs for `problem`.
+uint32_t keyGradientSharedBytes(const AttentionProblem& problem);
+
+struct KeyGradientCall {
+  KeyGradientArguments arguments;  // layout filled
+  TensorMapSpec q, k, v, dO;
+  int instanceDim;  // keyGradientInstanceDim of the problem's head dims
+  uint32_t grid[3];
+};
+
+// The arguments of one call; `rowStats` is the workspace the row-statistics kernel fills first.
+KeyGradientCall describeKeyGradientCall(const AttentionProblem& problem, const TensorArgs& tensors,
+                                        const float* rowStats, bool gridDnhb);
+
+// The grid's x extent: two CTAs (a cluster) per 64 keys.
+int64_t keyGradientBlocksX(const AttentionProblem& problem);
+
+}  // namespace ffpa::sm90

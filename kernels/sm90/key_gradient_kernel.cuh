@@ -4,12 +4,13 @@
 //
 // Per step s (64 queries of one query head of the group), with the barriers that order it:
 //   producer:   [dO empty s-1] dO(s) -> dO full     [Q empty s-1] Q(s) -> Q full
-//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; exchange; P^T -> shared memory
+//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; exchange
+//               [tiles empty s-1] P^T -> shared memory
 //               [dP full] dS^T = P^T (dP^T - delta) -> dP empty; dS^T -> shared -> tiles full
 //               [dO full] dV0 += P^T dO -> dO empty;  dK0 += dS^T Q -> Q empty
 //   consumer 1: [dO full] dP^T = V dO^T over its d_v share; exchange
 //               [dP empty s-1] dP^T - delta -> dP full
-//               [tiles full] dV1 += P^T dO -> dO empty;  dK1 += dS^T Q -> Q empty, tiles empty
+//               [tiles full] dV1 += P^T dO -> dO empty;  [Q full] dK1 += dS^T Q -> Q empty, tiles empty
 // so dO(s+1) loads during dS^T Q of step s and consumer 1's dP^T(s+1) runs while Q(s+1) loads.
 // As in the dQ kernel, Q's single buffer orders everything behind it: the dP-empty and
 // tiles-empty waits pass at once today, and stay for a double-buffered Q.
@@ -130,8 +131,8 @@ struct KeyGradientKernel {
   // --- consumers ---------------------------------------------------------------------------------
 
   // The query statistic `which` (0: delta, 1: lse2) of the thread's 16 query columns of step
-  // `t`, register-ordered as the tile (4 j + 2 half + e -> column 8 j + 2 quad + e); queries past
-  // the end get `outside`.
+  // `t`: out[2 j + e] for column 8 j + 2 quad + e (the column of tile registers 4 j + 2 half + e);
+  // queries past the end get `outside`.
   static FFPA_DEVICE void queryStats(const KeyGradientParams& p, const Position& at, const Step& t, const Lane& me,
                                      int which, float outside, float (&out)[kKeys / 4]) {
     const int64_t rows = int64_t(p.batch) * p.headsQ * p.seqQ;

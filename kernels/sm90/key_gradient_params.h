@@ -4,8 +4,9 @@
 // workspace (kernels/sm80/backward_params.h), as the sm90 dQ kernel does.
 //
 // The dQ kernel transposed: a cluster of two CTAs owns 64 keys of one (batch, KV head), each CTA
-// holding its share of the 64-column blocks of K, V (resident), Q and dO (per tile of 64 queries
-// of each query head of the group), with three warpgroups:
+// holding its share of the 64-column blocks of K and V (resident) and, per tile of 64 queries of
+// each query head of the group, the instance's blocks per CTA of Q and dO from its share's first
+// (the columns of its dK and dV products), with three warpgroups:
 //   warpgroup 0, the producer: K and V once, then dO and Q per query tile (TMA);
 //   warpgroup 1, consumer 0: S^T = K Q^T over its d_qk share, exchanged with the other CTA;
 //     P^T = exp2(S^T scale log2 e - lse2[query]), 0 where masked; dS^T = P^T (dP^T - delta[query])

@@ -1,7 +1,8 @@
 // What the sm90 kernels' consumer warpgroups do with 64-row wgmma accumulators: the two products
 // every kernel is built from, the 16-bit tile one writes for the other, and the exchange of a
 // partial [64, 64] tile between the two CTAs of a cluster. Shared by the forward
-// (forward_kernel.cuh) and the backward's dQ kernel (query_gradient_kernel.cuh).
+// (forward_kernel.cuh) and the backward's gradient kernels (query_gradient_kernel.cuh,
+// key_gradient_kernel.cuh).
 //
 // A [64, 64] fp32 tile over the 128 threads of a warpgroup is 32 registers per thread, in the
 // accumulator layout of sm90/ptx.cuh: thread (warp w, group g, quad q) holds rows 16w + g and

@@ -10,13 +10,14 @@ std::string queryGradientRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
     return "the sm90 dQ kernel computes fp16 and bf16";
   }
-  if (p.headDimQk < kMinGradientDimQk || p.headDimQk > kMaxClusterGradientDim || p.headDimQk % 16 != 0) {
-    return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 in the sm90 dQ kernel's ", kMinGradientDimQk, "..",
+  if (p.headDimQk < kMinGradientDimQk || p.headDimQk > kMaxClusterGradientDim) {
+    return cat("d_qk = ", p.headDimQk, " is outside the sm90 dQ kernel's ", kMinGradientDimQk, "..",
                kMaxClusterGradientDim);
   }
-  if (p.headDimV > kMaxClusterGradientDim || p.headDimV % 16 != 0) {
-    return cat("d_v = ", p.headDimV, " is not a multiple of 16 up to the sm90 dQ kernel's ", kMaxClusterGradientDim);
+  if (p.headDimV > kMaxClusterGradientDim) {
+    return cat("d_v = ", p.headDimV, " is above the sm90 dQ kernel's ", kMaxClusterGradientDim);
   }
+  if (p.headDimQk % 16 != 0 || p.headDimV % 16 != 0) return "the sm90 dQ kernel needs head dims in multiples of 16";
   return gradientOperandsRefusal(p);
 }
 

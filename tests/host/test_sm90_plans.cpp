@@ -246,7 +246,7 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
       {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.dq640x2", "cluster=2 columns=192+128 exchange=S,dP:dsmem"},
       {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.dq384x2", "cluster=2 columns=128+64"},
       {FFPA_DATA_TYPE_FLOAT16, 128, 512, "sm90.backward.f16.dkdv512x2",
-       "dQ: mma.sync (d_qk = 128 is not a multiple of 16 in the sm90 dQ kernel's 257..640)"},
+       "dQ: mma.sync (d_qk = 128 is outside the sm90 dQ kernel's 257..640)"},
   };
   for (const Case& c : cases) {
     const std::string kernel = c.kernel;
@@ -267,10 +267,10 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
     const char* why;
   };
   const Skip skips[] = {
-      {256, 256, "d_qk = 256 is not a multiple of 16 in the sm90 dQ kernel's 257..640; max(d_qk, d_v) = 256 is "
+      {256, 256, "d_qk = 256 is outside the sm90 dQ kernel's 257..640; max(d_qk, d_v) = 256 is "
                  "outside the sm90 dK/dV kernel's 257..512"},
-      {1024, 1024, "d_qk = 1024 is not a multiple of 16 in the sm90 dQ kernel's 257..640"},
-      {512, 768, "d_v = 768 is not a multiple of 16 up to the sm90 dQ kernel's 640"},
+      {1024, 1024, "d_qk = 1024 is outside the sm90 dQ kernel's 257..640"},
+      {512, 768, "d_v = 768 is above the sm90 dQ kernel's 640"},
   };
   for (const Skip& s : skips) {
     const std::string why = s.why;

@@ -36,8 +36,6 @@ struct ForwardKernel {
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
@@ -45,15 +43,13 @@ struct ForwardKernel {
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 512,
                 "128..512 columns per CTA (two consumers of whole 64-column blocks)");
   static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
-  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
   struct Shared {
     uint32_t q, k, v, p;
     float* rowScale;     // [2 slots][64 rows]: exp2(old max - new max)
     float* rowInverse;   // [64 rows]: 1 / row sum at the end
-    uint32_t exchange;   // [kTileRegisters / 4][128 threads] float4: the other CTA's partial S
-    const float* exchanged;
+    Exchange exchange;   // the other CTA's partial S (cluster of two)
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
@@ -71,9 +67,8 @@ struct ForwardKernel {
     s.p = address + p.pOffset;
     s.rowScale = reinterpret_cast<float*>(base + p.statsOffset);
     s.rowInverse = s.rowScale + 2 * kRows;
-    s.exchange = address + p.exchangeOffset;
-    s.exchanged = reinterpret_cast<const float*>(base + p.exchangeOffset);
     s.barriers = address + p.barrierOffset;
+    s.exchange = exchangeAt(shared, p.exchangeOffset, s.barrier(kExchangeFull), s.barrier(kExchangeEmpty));
     return s;
   }
 
@@ -139,8 +134,7 @@ struct ForwardKernel {
       scoreProduct<Tag>(score, s.q, s.k, qkSteps);
       mbarrierArrive(s.barrier(kKEmpty));
       if constexpr (kCluster > 1) {
-        exchangePartial({s.exchange, s.exchanged, s.barrier(kExchangeFull), s.barrier(kExchangeEmpty)}, score,
-                        at.rank, tile, at.tiles);
+        exchangePartial(s.exchange, score, at.rank, tile, at.tiles);
       }
 
       // Online softmax: mask, scale to log2 units, new row maxima over the 4 lanes of a row.
@@ -254,7 +248,6 @@ struct ForwardKernel {
   static FFPA_DEVICE void run(const ForwardParams& p) {
     const Shared s = locateShared(p);
     const Position at = locateRowTile<kCluster>(p);
-    const int warpgroup = threadIndex() / 128;
     // Arrivals per phase of each mbarrier (Barrier order).
     const int arrivals[kBarrierCount] = {
         1,         // Q full: the producer's expect_tx
@@ -265,21 +258,17 @@ struct ForwardKernel {
         1, 128,    // Exchange full: one expect_tx; Exchange empty: the other CTA's consumer 0
     };
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    // One branch per warpgroup role, so that setmaxnreg applies (no C7508).
-    if (warpgroup == 0) {
-      decreaseRegisters<kProducerRegisters>();
-      if (threadIndex() == 0 && at.tiles > 0) produce(p, s, at);
-    } else if (warpgroup == 1) {
-      increaseRegisters<kConsumerRegisters>();
+    // A separate copy of consumer 0 for exp2 emulation, so that the default path tests nothing
+    // per exponential.
+    const auto consume0Chosen = [&] {
       if (p.exp2Emulated > 0) {
         consume0<true>(p, s, at);
       } else {
         consume0<false>(p, s, at);
       }
-    } else {
-      increaseRegisters<kConsumerRegisters>();
-      consume1(p, s, at);
-    }
+    };
+    runRoles(at.tiles > 0, [&] { produce(p, s, at); }, consume0Chosen,
+        [&] { consume1(p, s, at); });
   }
 };
 

@@ -124,27 +124,32 @@ struct ForwardParams : ForwardArguments {
   TensorMap vMap;
 };
 
+// Hands out consecutive byte ranges of a CTA's shared memory, from 0 on (the kernels' layouts).
+struct LayoutCursor {
+  uint32_t end = 0;
+  uint32_t take(uint32_t bytes) {
+    const uint32_t at = end;
+    end += bytes;
+    return at;
+  }
+  // The dynamic shared memory to request: what was taken, and up to 1023 bytes of alignment.
+  uint32_t sharedBytes() const { return end + 1024; }
+};
+
 // Fills the layout fields of `p` (headDimQk and headDimV must be set) for one CTA of the cluster
 // d_v asks for; returns the dynamic shared memory the launch needs.
 inline uint32_t forwardLayout(ForwardArguments& p) {
   const int clusterSize = clusterSizeFor(p.headDimV);
   const uint32_t qkBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
-  uint32_t offset = 0;
-  p.qOffset = offset;
-  offset += qkBytes;
-  p.kOffset = offset;
-  offset += qkBytes;
-  p.vOffset = offset;
-  offset += blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes;
-  p.pOffset = offset;
-  offset += 2 * kBlockBytes;
-  p.exchangeOffset = offset;
-  if (clusterSize > 1) offset += kExchangeBytes;
-  p.statsOffset = offset;
-  offset += 3 * kRows * 4;
-  p.barrierOffset = offset;
-  offset += kBarrierCount * 8;
-  p.sharedBytes = offset + 1024;
+  LayoutCursor at;
+  p.qOffset = at.take(qkBytes);
+  p.kOffset = at.take(qkBytes);
+  p.vOffset = at.take(blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes);
+  p.pOffset = at.take(2 * kBlockBytes);
+  p.exchangeOffset = at.take(clusterSize > 1 ? kExchangeBytes : 0);
+  p.statsOffset = at.take(3 * kRows * 4);
+  p.barrierOffset = at.take(kBarrierCount * 8);
+  p.sharedBytes = at.sharedBytes();
   return p.sharedBytes;
 }
 

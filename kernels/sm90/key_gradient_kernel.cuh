@@ -36,14 +36,11 @@ struct KeyGradientKernel {
   static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
 
   static_assert(kHeadDim % (kBlockColumns * kCluster) == 0, "whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
   static_assert(kColumns0 <= 128 && kColumns1 >= kBlockColumns, "wgmma N: 64..128 per consumer");
-  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
 
   struct Shared {
     uint32_t k, v, q, dO, p, ds;
@@ -250,7 +247,6 @@ struct KeyGradientKernel {
   static FFPA_DEVICE void run(const KeyGradientParams& p) {
     const Shared s = locateShared(p);
     const Position at = locate(p);
-    const int warpgroup = threadIndex() / 128;
     // Arrivals per phase of each mbarrier (KeyGradientBarrier order).
     const int arrivals[kKeyBarrierCount] = {
         1, 1,            // K full, V full: the producer's expect_tx
@@ -261,17 +257,7 @@ struct KeyGradientKernel {
         1, 128, 1, 128,  // exchanges: one expect_tx; the other CTA's consumer
     };
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    // One branch per warpgroup role, so that setmaxnreg applies (no C7508).
-    if (warpgroup == 0) {
-      decreaseRegisters<kProducerRegisters>();
-      if (threadIndex() == 0 && at.steps > 0) produce(p, s, at);
-    } else if (warpgroup == 1) {
-      increaseRegisters<kConsumerRegisters>();
-      consume0(p, s, at);
-    } else {
-      increaseRegisters<kConsumerRegisters>();
-      consume1(p, s, at);
-    }
+    runRoles(at.steps > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
   }
 };
 

@@ -105,23 +105,18 @@ struct KeyGradientParams : KeyGradientArguments {
 // head dim `instanceDim` (a cluster of two); returns the dynamic shared memory to request.
 inline uint32_t keyGradientLayout(KeyGradientArguments& p, int instanceDim) {
   const uint32_t ctaBlocks = columnBlocks(instanceDim / kMaxClusterSize) * kBlockBytes;
-  uint32_t offset = 0;
-  const auto take = [&offset](uint32_t bytes) {
-    const uint32_t at = offset;
-    offset += bytes;
-    return at;
-  };
-  p.kOffset = take(blockShare(columnBlocks(p.headDimQk), kMaxClusterSize, 0).count * kBlockBytes);
-  p.vOffset = take(blockShare(columnBlocks(p.headDimV), kMaxClusterSize, 0).count * kBlockBytes);
-  p.qOffset = take(ctaBlocks);
-  p.dOOffset = take(ctaBlocks);
-  p.pOffset = take(kBlockBytes);
-  p.dsOffset = take(kBlockBytes);
-  p.dpOffset = take(kExchangeBytes);
-  p.scoreExchangeOffset = take(kExchangeBytes);
-  p.dpExchangeOffset = take(kExchangeBytes);
-  p.barrierOffset = take(kKeyBarrierCount * 8);
-  p.sharedBytes = offset + 1024;
+  LayoutCursor cursor;
+  p.kOffset = cursor.take(blockShare(columnBlocks(p.headDimQk), kMaxClusterSize, 0).count * kBlockBytes);
+  p.vOffset = cursor.take(blockShare(columnBlocks(p.headDimV), kMaxClusterSize, 0).count * kBlockBytes);
+  p.qOffset = cursor.take(ctaBlocks);
+  p.dOOffset = cursor.take(ctaBlocks);
+  p.pOffset = cursor.take(kBlockBytes);
+  p.dsOffset = cursor.take(kBlockBytes);
+  p.dpOffset = cursor.take(kExchangeBytes);
+  p.scoreExchangeOffset = cursor.take(kExchangeBytes);
+  p.dpExchangeOffset = cursor.take(kExchangeBytes);
+  p.barrierOffset = cursor.take(kKeyBarrierCount * 8);
+  p.sharedBytes = cursor.sharedBytes();
   return p.sharedBytes;
 }
 

@@ -38,15 +38,12 @@ struct QueryGradientKernel {
   static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
   static_assert(kHeadDimQk % (kBlockColumns * kCluster) == 0, "d_qk: whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 384,
                 "128..384 dQ columns per CTA (two consumers of whole 64-column blocks)");
   static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
-  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
 
   struct Shared {
     uint32_t q, dO, k, v, ds;
@@ -210,7 +207,6 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void run(const QueryGradientParams& p) {
     const Shared s = locateShared(p);
     const Position at = locate(p);
-    const int warpgroup = threadIndex() / 128;
     // Arrivals per phase of each mbarrier (QueryGradientBarrier order).
     const int arrivals[kGradBarrierCount] = {
         1, 1,            // Q full, dO full: the producer's expect_tx
@@ -222,16 +218,7 @@ struct QueryGradientKernel {
         1, 128, 1, 128,  // exchanges: one expect_tx; the other CTA's consumer
     };
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    if (warpgroup == 0) {
-      decreaseRegisters<kProducerRegisters>();
-      if (threadIndex() == 0 && at.tiles > 0) produce(p, s, at);
-    } else if (warpgroup == 1) {
-      increaseRegisters<kConsumerRegisters>();
-      consume0(p, s, at);
-    } else {
-      increaseRegisters<kConsumerRegisters>();
-      consume1(p, s, at);
-    }
+    runRoles(at.tiles > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
   }
 };
 

@@ -111,22 +111,17 @@ struct QueryGradientParams : QueryGradientArguments {
 inline uint32_t queryGradientLayout(QueryGradientArguments& p, int instanceDimQk, int clusterSize) {
   const uint32_t qBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
   const uint32_t vBytes = blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes;
-  uint32_t offset = 0;
-  const auto take = [&offset](uint32_t bytes) {
-    const uint32_t at = offset;
-    offset += bytes;
-    return at;
-  };
-  p.qOffset = take(qBytes);
-  p.dOOffset = take(vBytes);
-  p.kOffset = take(columnBlocks(instanceDimQk / clusterSize) * kBlockBytes);
-  p.vOffset = take(vBytes);
-  p.dsOffset = take(2 * kBlockBytes);
-  p.dpOffset = take(kExchangeBytes);
-  p.scoreExchangeOffset = take(clusterSize > 1 ? kExchangeBytes : 0);
-  p.dpExchangeOffset = take(clusterSize > 1 ? kExchangeBytes : 0);
-  p.barrierOffset = take(kGradBarrierCount * 8);
-  p.sharedBytes = offset + 1024;
+  LayoutCursor cursor;
+  p.qOffset = cursor.take(qBytes);
+  p.dOOffset = cursor.take(vBytes);
+  p.kOffset = cursor.take(columnBlocks(instanceDimQk / clusterSize) * kBlockBytes);
+  p.vOffset = cursor.take(vBytes);
+  p.dsOffset = cursor.take(2 * kBlockBytes);
+  p.dpOffset = cursor.take(kExchangeBytes);
+  p.scoreExchangeOffset = cursor.take(clusterSize > 1 ? kExchangeBytes : 0);
+  p.dpExchangeOffset = cursor.take(clusterSize > 1 ? kExchangeBytes : 0);
+  p.barrierOffset = cursor.take(kGradBarrierCount * 8);
+  p.sharedBytes = cursor.sharedBytes();
   return p.sharedBytes;
 }
 

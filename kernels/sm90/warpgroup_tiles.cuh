@@ -87,6 +87,32 @@ FFPA_DEVICE void initBarriers(uint32_t first, const int (&arrivals)[kCount]) {
   }
 }
 
+// --- Warpgroup roles -------------------------------------------------------------------------------
+
+// Registers per thread after setmaxnreg: few for the producer, which only issues TMA loads, many
+// for the consumers, which hold the fp32 accumulators.
+constexpr int kProducerRegisters = 24;
+constexpr int kConsumerRegisters = 240;
+static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
+
+// Runs warpgroup 0 as the producer (thread 0 calls `produce` when `produces`), warpgroup 1 as
+// consumer 0 and warpgroup 2 as consumer 1, each after its setmaxnreg: one branch per role, so
+// that ptxas honours the register budgets (no C7508).
+template <class Produce, class Consume0, class Consume1>
+FFPA_DEVICE void runRoles(bool produces, Produce produce, Consume0 consume0, Consume1 consume1) {
+  const int warpgroup = threadIndex() / 128;
+  if (warpgroup == 0) {
+    decreaseRegisters<kProducerRegisters>();
+    if (threadIndex() == 0 && produces) produce();
+  } else if (warpgroup == 1) {
+    increaseRegisters<kConsumerRegisters>();
+    consume0();
+  } else {
+    increaseRegisters<kConsumerRegisters>();
+    consume1();
+  }
+}
+
 // --- The producer ---------------------------------------------------------------------------------
 
 // The producer: loads the 64 x 64 boxes `blocks` of `map` (over [batch][head][row][d]) at row

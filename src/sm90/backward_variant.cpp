@@ -162,10 +162,10 @@ class BackwardPlan final : public PlanPayload {
  private:
   template <class Call, class Params>
   static void encodeMaps(const Call& call, Params& params) {
-    params.qMap = encodeTensorMap(call.q);
-    params.kMap = encodeTensorMap(call.k);
-    params.vMap = encodeTensorMap(call.v);
-    params.dOMap = encodeTensorMap(call.dO);
+    params.qMap = encodeTensorMap(call.maps.q);
+    params.kMap = encodeTensorMap(call.maps.k);
+    params.vMap = encodeTensorMap(call.maps.v);
+    params.dOMap = encodeTensorMap(call.maps.dO);
   }
 
   sm80::BackwardLaunch mmaSync_;

@@ -33,33 +33,22 @@ uint32_t keyGradientSharedBytes(const AttentionProblem& p) {
   return keyGradientLayout(a, instanceDimOf(p));
 }
 
-int64_t keyGradientBlocksX(const AttentionProblem& p) { return (p.seqKv + kRows - 1) / kRows * kMaxClusterSize; }
-
 KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorArgs& tensors, const float* rowStats,
                                         bool gridDnhb) {
   KeyGradientCall call{};
   KeyGradientArguments& a = call.arguments;
   a.dk = tensors.dk;
   a.dv = tensors.dv;
-  a.rowStats = rowStats;
   for (int i = 0; i < 3; ++i) {
     a.dkStrides[i] = p.dk[i];
     a.dvStrides[i] = p.dv[i];
   }
-  copyProblemSizes(p, a);
+  copyGradientSizes(p, rowStats, gridDnhb, a);
   a.headsKv = static_cast<int32_t>(p.headsKv);
-  a.headDimQk = static_cast<int32_t>(p.headDimQk);
-  a.headDimV = static_cast<int32_t>(p.headDimV);
-  a.scale = static_cast<float>(p.scale);
-  a.gridDnhb = gridDnhb;
   call.instanceDim = instanceDimOf(p);
   keyGradientLayout(a, call.instanceDim);
-  const GradientMaps maps = gradientMaps(p, tensors);
-  call.q = maps.q;
-  call.k = maps.k;
-  call.v = maps.v;
-  call.dO = maps.dO;
-  gridExtents(keyGradientBlocksX(p), p.batch, p.headsKv, gridDnhb, call.grid);
+  call.maps = gradientMaps(p, tensors);
+  gridExtents((p.seqKv + kRows - 1) / kRows * kMaxClusterSize, p.batch, p.headsKv, gridDnhb, call.grid);
   return call;
 }
 

@@ -7,7 +7,7 @@
 #include "core/plan.h"
 #include "core/problem.h"
 #include "sm90/key_gradient_params.h"
-#include "sm90/tensor_map.h"
+#include "sm90/row_maps.h"
 
 #include <cstdint>
 #include <string>
@@ -24,7 +24,7 @@ uint32_t keyGradientSharedBytes(const AttentionProblem& problem);
 
 struct KeyGradientCall {
   KeyGradientArguments arguments;  // layout filled
-  TensorMapSpec q, k, v, dO;
+  GradientMaps maps;
   int instanceDim;  // keyGradientInstanceDim of the problem's head dims
   uint32_t grid[3];
 };
@@ -32,8 +32,5 @@ struct KeyGradientCall {
 // The arguments of one call; `rowStats` is the workspace the row-statistics kernel fills first.
 KeyGradientCall describeKeyGradientCall(const AttentionProblem& problem, const TensorArgs& tensors,
                                         const float* rowStats, bool gridDnhb);
-
-// The grid's x extent: two CTAs (a cluster) per 64 keys.
-int64_t keyGradientBlocksX(const AttentionProblem& problem);
 
 }  // namespace ffpa::sm90

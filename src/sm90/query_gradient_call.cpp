@@ -5,6 +5,14 @@
 #include "sm90/row_maps.h"
 
 namespace ffpa::sm90 {
+namespace {
+
+// The grid's x extent: CTAs per cluster times the 64-row tiles of the queries.
+int64_t blocksX(const AttentionProblem& p) {
+  return (p.seqQ + kRows - 1) / kRows * queryGradientShape(p).clusterSize;
+}
+
+}  // namespace
 
 std::string queryGradientRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
@@ -34,31 +42,17 @@ uint32_t queryGradientSharedBytes(const AttentionProblem& p) {
   return queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
 }
 
-int64_t queryGradientBlocksX(const AttentionProblem& p) {
-  return (p.seqQ + kRows - 1) / kRows * queryGradientShape(p).clusterSize;
-}
-
 QueryGradientCall describeQueryGradientCall(const AttentionProblem& p, const TensorArgs& tensors,
                                             const float* rowStats, bool gridDnhb) {
   QueryGradientCall call{};
   QueryGradientArguments& a = call.arguments;
   a.dq = tensors.dq;
-  a.rowStats = rowStats;
   for (int i = 0; i < 3; ++i) a.dqStrides[i] = p.dq[i];
-  copyProblemSizes(p, a);
-  a.headDimQk = static_cast<int32_t>(p.headDimQk);
-  a.headDimV = static_cast<int32_t>(p.headDimV);
-  a.scale = static_cast<float>(p.scale);
-  a.gridDnhb = gridDnhb;
+  copyGradientSizes(p, rowStats, gridDnhb, a);
   const QueryGradientShape shape = queryGradientShape(p);
-  call.clusterSize = shape.clusterSize;
   queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
-  const GradientMaps maps = gradientMaps(p, tensors);
-  call.q = maps.q;
-  call.k = maps.k;
-  call.v = maps.v;
-  call.dO = maps.dO;
-  gridExtents(queryGradientBlocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
+  call.maps = gradientMaps(p, tensors);
+  gridExtents(blocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }
 

@@ -7,7 +7,7 @@
 #include "core/plan.h"
 #include "core/problem.h"
 #include "sm90/query_gradient_params.h"
-#include "sm90/tensor_map.h"
+#include "sm90/row_maps.h"
 
 #include <cstdint>
 #include <string>
@@ -31,16 +31,12 @@ uint32_t queryGradientSharedBytes(const AttentionProblem& problem);
 
 struct QueryGradientCall {
   QueryGradientArguments arguments;  // layout filled
-  TensorMapSpec q, k, v, dO;
-  int clusterSize;
+  GradientMaps maps;
   uint32_t grid[3];
 };
 
 // The arguments of one call; `rowStats` is the workspace the row-statistics kernel fills first.
 QueryGradientCall describeQueryGradientCall(const AttentionProblem& problem, const TensorArgs& tensors,
                                             const float* rowStats, bool gridDnhb);
-
-// The grid's x extent: CTAs per cluster times the 64-row tiles of the queries.
-int64_t queryGradientBlocksX(const AttentionProblem& problem);
 
 }  // namespace ffpa::sm90

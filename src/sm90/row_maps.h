@@ -23,6 +23,18 @@ struct GradientMaps {
 };
 GradientMaps gradientMaps(const AttentionProblem& problem, const TensorArgs& tensors);
 
+// What the arguments of both gradient kernels carry alike: sizes, mask, scales, head dims, the
+// row statistics and the grid layout.
+template <class GradientArguments>
+void copyGradientSizes(const AttentionProblem& problem, const float* rowStats, bool gridDnhb, GradientArguments& a) {
+  copyProblemSizes(problem, a);
+  a.rowStats = rowStats;
+  a.headDimQk = static_cast<int32_t>(problem.headDimQk);
+  a.headDimV = static_cast<int32_t>(problem.headDimV);
+  a.scale = static_cast<float>(problem.scale);
+  a.gridDnhb = gridDnhb;
+}
+
 // Whether TMA can address such a tensor: a unit stride on d, and byte strides (of the dimensions
 // with more than one element) that are positive multiples of 16 below 2^40.
 bool rowMapAddressable(const Strides& strides, int64_t dim, int64_t rows, int64_t heads, int64_t batch);

@@ -61,10 +61,10 @@ template <class Params, class Call>
 Params paramsOf(const Call& call) {
   Params params;
   static_cast<decltype(call.arguments)&>(params) = call.arguments;
-  params.qMap = call.q;
-  params.kMap = call.k;
-  params.vMap = call.v;
-  params.dOMap = call.dO;
+  params.qMap = call.maps.q;
+  params.kMap = call.maps.k;
+  params.vMap = call.maps.v;
+  params.dOMap = call.maps.dO;
   if (params.sharedBytes > 227 * 1024) throw std::runtime_error("the layout exceeds 227 KiB of shared memory");
   return params;
 }

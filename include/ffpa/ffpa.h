@@ -1020,6 +1020,79 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
 /** @} */
 
 /* ============================================================================================ */
+/** @defgroup merge Merging partial results
+ *
+ * Attention over keys split into disjoint parts (sequence chunks, the shards of context
+ * parallelism, mask slices) gives one partial result per part: an output `O_i` normalised over the
+ * part's keys alone and its log-sum-exp `LSE_i`. ffpaAttentionMerge() combines them into the
+ * result over all the keys, exactly up to rounding:
+ *
+ *     LSE = m + log(sum_i exp(LSE_i - m)),  m = max_i LSE_i
+ *     O   = sum_i exp(LSE_i - LSE) * O_i
+ *
+ * in fp32 whatever the element types. A part with `LSE_i = -infinity` (no key of it seen by the
+ * row) weighs 0 and its `O_i` is not read; a row no part sees gets O = 0 and LSE = -infinity, as
+ * from the forward. NaN in an `LSE_i`, or `+infinity`, makes the row's O and LSE NaN.
+ *
+ * Keeping the partial outputs in fp32 (an fp32 @p partialODesc) avoids rounding each partial to
+ * 16 bits before the sum: the high-precision reduction of distributed attention. The output type
+ * is independent of the partials' type.
+ *
+ * An attention sink (a per-head logit `s` that joins the softmax denominator with no value) is one
+ * more partial with `O_i = 0` and `LSE_i = s`.
+ *  @{ */
+
+/** The most partial results one ffpaAttentionMerge() call combines; merge merged results to
+ *  combine more (the merge is associative). */
+#define FFPA_MAX_MERGE_PARTIALS 32
+
+/**
+ * Merges partial attention results over disjoint key sets: see @ref merge for the formula.
+ *
+ * All partials share one layout, described once: they may be slices of one `[P, B, H, N, D]`
+ * buffer or separate buffers of the same strides. Any fp16, bf16 or fp32 types for the partial
+ * outputs and for @p o; log-sum-exp tensors are fp32. Pointers need the alignment of their element
+ * type only (16-byte aligned pointers and strides that are multiples of 4 elements take a faster
+ * path). The outputs must not overlap the inputs, with one exception that lets a running result be
+ * updated in place: @p o may be one of the @p partialO pointers when @p oDesc has the type, shape
+ * and strides of @p partialODesc, and @p lse one of the @p partialLse pointers when @p lseDesc has
+ * the strides of @p partialLseDesc.
+ *
+ * Enqueues one kernel on the handle's stream; never allocates device memory or synchronizes, so
+ * it can be captured in a CUDA graph. Ignores the handle's policies.
+ *
+ * @param handle          The handle.
+ * @param count           Number of partial results, 1 to #FFPA_MAX_MERGE_PARTIALS (1 converts or
+ *                        copies).
+ * @param partialODesc    Layout of every partial output, `[B, H, N, D]`, unit stride on D,
+ *                        D from 1 to #FFPA_MAX_HEAD_DIM.
+ * @param partialO        Host array of @p count device pointers, the partial outputs.
+ * @param partialLseDesc  Layout of every partial log-sum-exp, `[B, H, N]` fp32.
+ * @param partialLse      Host array of @p count device pointers, the partial log-sum-exps.
+ * @param oDesc           The merged output, `[B, H, N, D]` like the partials, unit stride on D.
+ * @param o               The merged output (device memory).
+ * @param lseDesc         The merged log-sum-exp `[B, H, N]` fp32, or NULL when not wanted.
+ * @param lse             The merged log-sum-exp (device memory), NULL exactly when @p lseDesc is.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for @p count;
+ *         #FFPA_STATUS_BAD_PARAM_NULL_POINTER for a missing pointer (naming its index);
+ *         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, #FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH or
+ *         #FFPA_STATUS_BAD_PARAM_STRIDE naming the descriptor;
+ *         #FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER; #FFPA_STATUS_BAD_PARAM for overlapping
+ *         outputs; #FFPA_STATUS_NOT_SUPPORTED_SHAPE for D above #FFPA_MAX_HEAD_DIM;
+ *         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle from ffpaCreateForDevice();
+ *         #FFPA_STATUS_EXECUTION_FAILED_CUDA when the launch fails.
+ */
+FFPA_API ffpaStatus_t ffpaAttentionMerge(ffpaHandle_t handle, int32_t count,
+                                         ffpaTensorDescriptor_t partialODesc,
+                                         const void* const* partialO,
+                                         ffpaTensorDescriptor_t partialLseDesc,
+                                         const float* const* partialLse,
+                                         ffpaTensorDescriptor_t oDesc, void* o,
+                                         ffpaTensorDescriptor_t lseDesc, float* lse);
+
+/** @} */
+
+/* ============================================================================================ */
 /** @defgroup plancache Plan cache
  *  @{ */
 

@@ -1,6 +1,7 @@
 // Attention: workspace queries and execution. Each call resolves and checks its arguments, plans
 // (or finds the cached plan), checks pointers and workspace, and only then touches the device.
 #include "api/boundary.h"
+#include "api/operands.h"
 
 #include "core/descriptors.h"
 #include "core/device.h"
@@ -18,37 +19,6 @@ namespace ffpa {
 namespace {
 
 constexpr uintptr_t kTensorAlignment = 16;
-
-// One device buffer of an execute call: a tensor, or the workspace (no layout).
-struct Operand {
-  const char* name;
-  const void* data;
-  const TensorLayout* layout;
-  int64_t spanBytes;
-  bool isOutput;
-};
-
-Operand tensorOperand(const char* name, const void* data, const TensorLayout* layout, bool isOutput) {
-  return {name, data, layout, layout->spanBytes(), isOutput};
-}
-
-bool overlaps(const Operand& a, const Operand& b) {
-  const auto a0 = reinterpret_cast<uintptr_t>(a.data);
-  const auto b0 = reinterpret_cast<uintptr_t>(b.data);
-  const bool rangesMeet = a0 < b0 + static_cast<uintptr_t>(b.spanBytes) &&
-                          b0 < a0 + static_cast<uintptr_t>(a.spanBytes);
-  if (!rangesMeet || a.layout == nullptr || b.layout == nullptr) return rangesMeet;
-  // Same layout, whole elements apart: decide exactly, so interleaved slices of one buffer pass.
-  const TensorLayout& la = *a.layout;
-  const TensorLayout& lb = *b.layout;
-  const auto bytes = static_cast<int64_t>(elementBytes(la.dtype));
-  const int64_t shift = static_cast<int64_t>(b0 - a0);
-  if (la.nbDims == lb.nbDims && la.dims == lb.dims && la.strides == lb.strides &&
-      elementBytes(lb.dtype) == elementBytes(la.dtype) && shift % bytes == 0) {
-    return copiesShareAnElement(la, shift / bytes);
-  }
-  return true;
-}
 
 // An initializer_list, not a vector: the execute path allocates nothing, not even on the host.
 void checkOperands(std::initializer_list<Operand> operands) {
@@ -85,14 +55,6 @@ void checkWorkspace(const Plan& plan, const void* workspace, size_t workspaceSiz
 // The part of the workspace the plan uses, as an operand that must overlap no tensor.
 Operand workspaceOperand(const Plan& plan, const void* workspace) {
   return {"workspace", workspace, nullptr, static_cast<int64_t>(plan.workspaceBytes), true};
-}
-
-// LSE is optional in the forward: its descriptor and pointer come together or not at all.
-const TensorLayout* optionalLse(ffpaTensorDescriptor_t lseDesc, const void* lse) {
-  require((lseDesc == nullptr) == (lse == nullptr), FFPA_STATUS_BAD_PARAM_NULL_POINTER,
-          lseDesc == nullptr ? "lseDesc is NULL but lse is not" : "lse is NULL but lseDesc is not",
-          "; pass both to get the log-sum-exp, or neither");
-  return lseDesc == nullptr ? nullptr : &tensorLayout(lseDesc, "lseDesc");
 }
 
 // Why a call plans: to size or describe (may tune: allocate and synchronize), or to execute (may
@@ -144,12 +106,10 @@ PlannedCall planBackward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
 
 void execute(const PlannedCall& call, const TensorArgs& tensors, void* workspace) {
   const Context& context = call.context;
-  require(context.runtime() != nullptr, FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE,
-          "this handle was created with ffpaCreateForDevice for a described device (",
-          context.device().name, "); it plans but cannot execute");
+  const DeviceRuntime& runtime = context.executableRuntime();
   ScopedDevice device(context.device().ordinal);
   call.plan->payload->launch({call.problem, tensors, workspace, call.plan->kernelWorkspaceBytes,
-                              call.snapshot.stream, *context.runtime()});
+                              call.snapshot.stream, runtime});
   if (call.snapshot.policy->flag(FFPA_POLICY_SANITY_CHECK)) {
     runSanityCheck(call.problem, tensors, slice<void>(workspace, call.plan->sanityScratchOffset),
                    call.snapshot.stream, call.snapshot.policy->logLevel());

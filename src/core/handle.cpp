@@ -29,6 +29,13 @@ Context::~Context() {
   if (hasRuntime_) cublasLtDestroy(runtime_.lt);
 }
 
+const DeviceRuntime& Context::executableRuntime() const {
+  require(hasRuntime_, FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE,
+          "this handle was created with ffpaCreateForDevice for a described device (", device_.name,
+          "); it plans but cannot execute");
+  return runtime_;
+}
+
 CallSnapshot Context::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return {policy_, stream_};

@@ -33,6 +33,9 @@ class Context {
   const DeviceInfo& device() const { return device_; }
   // Null for a handle made for a described device.
   const DeviceRuntime* runtime() const { return hasRuntime_ ? &runtime_ : nullptr; }
+  // The runtime of a handle that can execute; throws NOT_INITIALIZED_NO_DEVICE for one made for a
+  // described device.
+  const DeviceRuntime& executableRuntime() const;
 
   CallSnapshot snapshot() const;
   void setStream(ffpaStream_t stream);

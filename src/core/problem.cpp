@@ -5,7 +5,6 @@
 #include <cmath>
 
 namespace ffpa {
-namespace {
 
 std::string dimsText(const TensorLayout& t) {
   std::string text = "[";
@@ -13,13 +12,13 @@ std::string dimsText(const TensorLayout& t) {
   return text + "]";
 }
 
-// The stride of a dimension of extent 1 never multiplies anything but 0: it is normalized to 0,
-// so that layouts differing only there share one plan.
 Strides stridesOf(const TensorLayout& t) {
   Strides s{};
   for (int32_t i = 0; i < t.nbDims; ++i) s[i] = t.dims[i] == 1 ? 0 : t.strides[i];
   return s;
 }
+
+namespace {
 
 // Q, K, V, O and the gradients: 4-D, the problem's type, unit stride on D.
 void checkAttentionTensor(const TensorLayout& t, const char* name, ffpaDataType_t dtype) {

@@ -15,6 +15,12 @@ enum class Direction : int32_t { Forward = 0, Backward = 1 };
 
 using Strides = std::array<int64_t, 4>;  // elements, in [B, H, N, D] order (LSE: D unused)
 
+// A layout's strides, those of dimensions of extent 1 normalized to 0 (they never multiply
+// anything but 0), so that layouts differing only there share one plan.
+Strides stridesOf(const TensorLayout& t);
+// "[2, 8, 100, 512]", for messages.
+std::string dimsText(const TensorLayout& t);
+
 struct AttentionProblem {
   Direction direction = Direction::Forward;
   ffpaDataType_t dtype = FFPA_DATA_TYPE_FLOAT16;

@@ -1,5 +1,6 @@
 #include "core/sanity_check.h"
 
+#include "core/element_values.cuh"
 #include "core/kernel_launch.h"
 #include "core/logging.h"
 #include "core/planner.h"
@@ -14,10 +15,6 @@
 
 namespace ffpa {
 namespace {
-
-__device__ inline float toFloat(float x) { return x; }
-__device__ inline float toFloat(__half x) { return __half2float(x); }
-__device__ inline float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 // Counts elements that are NaN or infinite (-infinity allowed for log-sum-exp rows that see no
 // key) in a strided [d0, d1, d2, d3] tensor.

@@ -1,5 +1,6 @@
 #include "reference/reference_kernels.h"
 
+#include "core/element_values.cuh"
 #include "core/kernel_launch.h"
 
 #include <cuda_bf16.h>
@@ -19,19 +20,6 @@ struct Stride4 {
   int64_t b, h, n, d;
 };
 Stride4 plain(const Strides& s) { return {s[0], s[1], s[2], s[3]}; }
-
-__device__ inline float toFloat(float x) { return x; }
-__device__ inline float toFloat(__half x) { return __half2float(x); }
-__device__ inline float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <class T>
-__device__ inline T fromFloat(float x);
-template <>
-__device__ inline float fromFloat<float>(float x) { return x; }
-template <>
-__device__ inline __half fromFloat<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ inline __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
 struct RowCoord {
   int64_t b, h, n;
@@ -192,19 +180,6 @@ int elementwiseBlocks(int64_t total) {
   return static_cast<int>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 int rowBlocks(int64_t rows) { return static_cast<int>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
-
-// Calls fn with a null pointer of the element type of `dtype`, to pick a kernel instance.
-template <class Fn>
-void withElementType(ffpaDataType_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case FFPA_DATA_TYPE_FLOAT16: fn(static_cast<__half*>(nullptr)); break;
-    case FFPA_DATA_TYPE_BFLOAT16: fn(static_cast<__nv_bfloat16*>(nullptr)); break;
-    default: fn(static_cast<float*>(nullptr)); break;
-  }
-}
-
-template <class Tag>
-using ElementOf = std::remove_pointer_t<Tag>;
 
 }  // namespace
 

@@ -8,6 +8,7 @@ pub const FFPA_VERSION_PATCH: u32 = 0;
 pub const FFPA_VERSION: u32 = 100;
 pub const FFPA_MAX_HEAD_DIM: u32 = 1024;
 pub const FFPA_MAX_TENSOR_DIMS: u32 = 4;
+pub const FFPA_MAX_MERGE_PARTIALS: u32 = 32;
 extern "C" {
     #[doc = " The version of the loaded library, encoded as #FFPA_VERSION."]
     #[doc = " @return `MAJOR * 10000 + MINOR * 100 + PATCH` of the library, which may differ from the header."]
@@ -1440,6 +1441,54 @@ extern "C" {
         dv: *mut ::std::os::raw::c_void,
         workspace: *mut ::std::os::raw::c_void,
         workspaceSize: usize,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Merges partial attention results over disjoint key sets: see @ref merge for the formula."]
+    #[doc = ""]
+    #[doc = " All partials share one layout, described once: they may be slices of one `[P, B, H, N, D]`"]
+    #[doc = " buffer or separate buffers of the same strides. Any fp16, bf16 or fp32 types for the partial"]
+    #[doc = " outputs and for @p o; log-sum-exp tensors are fp32. Pointers need the alignment of their element"]
+    #[doc = " type only (16-byte aligned pointers and strides that are multiples of 4 elements take a faster"]
+    #[doc = " path). The outputs must not overlap the inputs, with one exception that lets a running result be"]
+    #[doc = " updated in place: @p o may be one of the @p partialO pointers when @p oDesc has the type, shape"]
+    #[doc = " and strides of @p partialODesc, and @p lse one of the @p partialLse pointers when @p lseDesc has"]
+    #[doc = " the strides of @p partialLseDesc."]
+    #[doc = ""]
+    #[doc = " Enqueues one kernel on the handle's stream; never allocates device memory or synchronizes, so"]
+    #[doc = " it can be captured in a CUDA graph. Ignores the handle's policies."]
+    #[doc = ""]
+    #[doc = " @param handle          The handle."]
+    #[doc = " @param count           Number of partial results, 1 to #FFPA_MAX_MERGE_PARTIALS (1 converts or"]
+    #[doc = "                        copies)."]
+    #[doc = " @param partialODesc    Layout of every partial output, `[B, H, N, D]`, unit stride on D,"]
+    #[doc = "                        D from 1 to #FFPA_MAX_HEAD_DIM."]
+    #[doc = " @param partialO        Host array of @p count device pointers, the partial outputs."]
+    #[doc = " @param partialLseDesc  Layout of every partial log-sum-exp, `[B, H, N]` fp32."]
+    #[doc = " @param partialLse      Host array of @p count device pointers, the partial log-sum-exps."]
+    #[doc = " @param oDesc           The merged output, `[B, H, N, D]` like the partials, unit stride on D."]
+    #[doc = " @param o               The merged output (device memory)."]
+    #[doc = " @param lseDesc         The merged log-sum-exp `[B, H, N]` fp32, or NULL when not wanted."]
+    #[doc = " @param lse             The merged log-sum-exp (device memory), NULL exactly when @p lseDesc is."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for @p count;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_NULL_POINTER for a missing pointer (naming its index);"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, #FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH or"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_STRIDE naming the descriptor;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER; #FFPA_STATUS_BAD_PARAM for overlapping"]
+    #[doc = "         outputs; #FFPA_STATUS_NOT_SUPPORTED_SHAPE for D above #FFPA_MAX_HEAD_DIM;"]
+    #[doc = "         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle from ffpaCreateForDevice();"]
+    #[doc = "         #FFPA_STATUS_EXECUTION_FAILED_CUDA when the launch fails."]
+    pub fn ffpaAttentionMerge(
+        handle: ffpaHandle_t,
+        count: i32,
+        partialODesc: ffpaTensorDescriptor_t,
+        partialO: *const *const ::std::os::raw::c_void,
+        partialLseDesc: ffpaTensorDescriptor_t,
+        partialLse: *const *const f32,
+        oDesc: ffpaTensorDescriptor_t,
+        o: *mut ::std::os::raw::c_void,
+        lseDesc: ffpaTensorDescriptor_t,
+        lse: *mut f32,
     ) -> ffpaStatus_t;
 }
 #[doc = " Counters of a handle's plan cache. Set @ref structSize before calling"]

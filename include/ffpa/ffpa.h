@@ -1020,7 +1020,7 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
 /** @} */
 
 /* ============================================================================================ */
-/** @defgroup merge Merging partial results
+/** @defgroup merge Merging partial results, attention sinks
  *
  * Attention over keys split into disjoint parts (sequence chunks, the shards of context
  * parallelism, mask slices) gives one partial result per part: an output `O_i` normalised over the
@@ -1039,7 +1039,8 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
  * is independent of the partials' type.
  *
  * An attention sink (a per-head logit `s` that joins the softmax denominator with no value) is one
- * more partial with `O_i = 0` and `LSE_i = s`.
+ * more partial with `O_i = 0` and `LSE_i = s`: ffpaAttentionApplySinks() folds it into a result,
+ * ffpaAttentionSinksBackward() gives its gradient.
  *  @{ */
 
 /** The most partial results one ffpaAttentionMerge() call combines; merge merged results to
@@ -1052,8 +1053,8 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
  * All partials share one layout, described once: they may be slices of one `[P, B, H, N, D]`
  * buffer or separate buffers of the same strides. Any fp16, bf16 or fp32 types for the partial
  * outputs and for @p o; log-sum-exp tensors are fp32. Pointers need the alignment of their element
- * type only (16-byte aligned pointers and strides that are multiples of 4 elements take a faster
- * path). The outputs must not overlap the inputs, with one exception that lets a running result be
+ * type only (with D, the row strides and the pointers all allowing 4-element accesses, the kernel
+ * takes a faster path). The outputs must not overlap the inputs, with one exception that lets a running result be
  * updated in place: @p o may be one of the @p partialO pointers when @p oDesc has the type, shape
  * and strides of @p partialODesc, and @p lse one of the @p partialLse pointers when @p lseDesc has
  * the strides of @p partialLseDesc.
@@ -1077,6 +1078,8 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
  *         #FFPA_STATUS_BAD_PARAM_NULL_POINTER for a missing pointer (naming its index);
  *         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, #FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH or
  *         #FFPA_STATUS_BAD_PARAM_STRIDE naming the descriptor;
+ *         #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED or #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE for a
+ *         descriptor never set or not live;
  *         #FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER; #FFPA_STATUS_BAD_PARAM for overlapping
  *         outputs; #FFPA_STATUS_NOT_SUPPORTED_SHAPE for D above #FFPA_MAX_HEAD_DIM;
  *         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle from ffpaCreateForDevice();
@@ -1089,6 +1092,62 @@ FFPA_API ffpaStatus_t ffpaAttentionMerge(ffpaHandle_t handle, int32_t count,
                                          const float* const* partialLse,
                                          ffpaTensorDescriptor_t oDesc, void* o,
                                          ffpaTensorDescriptor_t lseDesc, float* lse);
+
+/**
+ * Folds attention sinks into a forward result, in place: one fp32 logit `s_h` per head joins every
+ * softmax denominator of that head with no value, so `LSE' = log(exp(LSE) + exp(s_h))` and
+ * `O' = exp(LSE - LSE') * O` (the merge of the result with a part whose O is 0 and whose LSE is `s_h`). A row that sees no key
+ * (O = 0, LSE = -infinity) gets O' = 0 and LSE' = `s_h`; a sink of -infinity changes nothing. Apply
+ * it once to the final result (after any merge of partial results). For the backward, pass O' and
+ * LSE' to ffpaAttentionBackward(): dQ, dK and dV need nothing more; ffpaAttentionSinksBackward()
+ * gives the sinks' gradient.
+ *
+ * Enqueues one kernel on the handle's stream; never allocates device memory or synchronizes.
+ *
+ * @param handle   The handle.
+ * @param sinks    `H` fp32 logits in device memory (H = dimension 1 of @p oDesc), 4-byte aligned.
+ * @param oDesc    The forward's output `[B, H, N, D]` (fp16, bf16 or fp32), unit stride on D.
+ * @param o        The output (device memory), read and rewritten.
+ * @param lseDesc  Its log-sum-exp `[B, H, N]` fp32.
+ * @param lse      The log-sum-exp (device memory), read and rewritten.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, #FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH or
+ *         #FFPA_STATUS_BAD_PARAM_STRIDE naming the descriptor;
+ *         #FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER; #FFPA_STATUS_BAD_PARAM when @p sinks overlaps
+ *         @p o or @p lse; #FFPA_STATUS_NOT_SUPPORTED_SHAPE for D above #FFPA_MAX_HEAD_DIM;
+ *         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle from ffpaCreateForDevice();
+ *         #FFPA_STATUS_EXECUTION_FAILED_CUDA when the launch fails.
+ */
+FFPA_API ffpaStatus_t ffpaAttentionApplySinks(ffpaHandle_t handle, const float* sinks,
+                                              ffpaTensorDescriptor_t oDesc, void* o,
+                                              ffpaTensorDescriptor_t lseDesc, float* lse);
+
+/**
+ * The gradient of the attention sinks, for the loss whose gradient of O' is dO:
+ * `dsinks_h = -sum(exp(s_h - LSE'[b, h, n]) * rowsum(O'[b, h, n, :] * dO[b, h, n, :]))` over b and n,
+ * from the sink-adjusted O' and LSE' of ffpaAttentionApplySinks(). Written, not accumulated; summed
+ * in a fixed order (bit-identical from run to run). With context parallelism each rank's value is
+ * the partial over its own queries: sum them across ranks (or average, as the training framework
+ * expects).
+ *
+ * Enqueues one kernel on the handle's stream; never allocates device memory or synchronizes.
+ *
+ * @param handle   The handle.
+ * @param sinks    `H` fp32 logits in device memory, 4-byte aligned.
+ * @param oDesc    O' `[B, H, N, D]` (fp16, bf16 or fp32), unit stride on D.
+ * @param o        O' (device memory).
+ * @param doDesc   dO, the shape and type of O', unit stride on D.
+ * @param dO       dO (device memory).
+ * @param lseDesc  LSE' `[B, H, N]` fp32.
+ * @param lse      LSE' (device memory).
+ * @param dSinks   Receives the `H` fp32 gradients (device memory, 4-byte aligned).
+ * @return As ffpaAttentionApplySinks(); #FFPA_STATUS_BAD_PARAM when @p dSinks overlaps an input.
+ */
+FFPA_API ffpaStatus_t ffpaAttentionSinksBackward(ffpaHandle_t handle, const float* sinks,
+                                                 ffpaTensorDescriptor_t oDesc, const void* o,
+                                                 ffpaTensorDescriptor_t doDesc, const void* dO,
+                                                 ffpaTensorDescriptor_t lseDesc, const float* lse,
+                                                 float* dSinks);
 
 /** @} */
 

@@ -1,7 +1,8 @@
 // The merge kernel: one warp per query row. The warp reads the row's partial log-sum-exps
-// (every lane all of them: count <= 32 broadcast loads), turns them into weights kept in shared
-// memory, then sweeps D, each lane kVec columns at a time, summing weight_i * O_i in fp32 over the
-// parts that have keys. Memory-bound: it reads each partial once and writes O once.
+// (every lane all of them: count <= 32 broadcast loads, and the head's sink when there is one),
+// turns them into weights kept in shared memory, then sweeps D, each lane kVec columns at a time,
+// summing weight_i * O_i in fp32 over the parts that have keys (a sink has no O: it only adds to
+// the denominator). Memory-bound: it reads each partial once and writes O once.
 #include "merge/merge_call.h"
 
 #include "core/element_values.cuh"
@@ -18,24 +19,17 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int64_t kMaxBlocks = 1 << 20;  // a grid-stride loop takes the rest
 static_assert(kMaxMergePartials <= kWarpSize, "one lane computes the weight of one part");
 
-struct RowStrides {
-  int64_t b, h, n;
-};
-RowStrides rowStrides(const Strides& s) { return {s[0], s[1], s[2]}; }
 
 struct MergeParams {
   const void* partialO[kMaxMergePartials];
   const float* partialLse[kMaxMergePartials];
   void* o;
-  float* lse;  // null: not wanted
+  float* lse;          // null: not wanted
+  const float* sinks;  // [H], or null: one more part per row, O = 0 and LSE = sinks[h]
   int32_t count;
   int64_t heads, seq, headDim, rows;  // rows = B * H * N
   RowStrides partialOStrides, partialLseStrides, oStrides, lseStrides;
 };
-
-__device__ inline int64_t offsetOf(const RowStrides& s, int64_t b, int64_t h, int64_t n) {
-  return b * s.b + h * s.h + n * s.n;
-}
 
 // kVec consecutive elements, moved as one access when kVec > 1 (the host checked alignment).
 template <class T, int kVec>
@@ -53,23 +47,28 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) mergeRows(const Mer
     const int64_t n = row % p.seq;
     const int64_t h = row / p.seq % p.heads;
     const int64_t b = row / p.seq / p.heads;
-    const int64_t lseAt = offsetOf(p.partialLseStrides, b, h, n);
-    const merge::RowTotals totals =
-        merge::rowTotals(p.count, [&](int i) { return p.partialLse[i][lseAt]; });
-    if (lane < p.count) rowWeights[lane] = merge::partWeight(p.partialLse[lane][lseAt], totals);
+    const int64_t lseAt = p.partialLseStrides.offset(b, h, n);
+    const int parts = p.count + (p.sinks != nullptr);
+    const merge::RowTotals totals = merge::rowTotals(
+        parts, [&](int i) { return i < p.count ? p.partialLse[i][lseAt] : p.sinks[h]; });
+    const float laneLse = lane < p.count ? p.partialLse[lane][lseAt] : -INFINITY;
+    if (lane < p.count) rowWeights[lane] = merge::partWeight(laneLse, totals);
+    // Parts without keys are not read (their O may hold anything); a part whose weight only
+    // underflows to 0 still is, so that NaN in it reaches the output as in the forward.
+    const unsigned keyless = __ballot_sync(0xffffffffu, laneLse == -INFINITY);
     // The weights are visible to the warp, and every lane has read every partial LSE, so an LSE
     // updated in place may now be written.
     __syncwarp();
     if (p.lse != nullptr && lane == 0) {
-      p.lse[offsetOf(p.lseStrides, b, h, n)] = merge::mergedLse(totals);
+      p.lse[p.lseStrides.offset(b, h, n)] = merge::mergedLse(totals);
     }
-    const int64_t inRow = offsetOf(p.partialOStrides, b, h, n);
-    Out* outRow = static_cast<Out*>(p.o) + offsetOf(p.oStrides, b, h, n);
+    const int64_t inRow = p.partialOStrides.offset(b, h, n);
+    Out* outRow = static_cast<Out*>(p.o) + p.oStrides.offset(b, h, n);
     for (int64_t column = int64_t{lane} * kVec; column < p.headDim; column += kWarpSize * kVec) {
       float sum[kVec] = {};
       for (int i = 0; i < p.count; ++i) {
+        if ((keyless >> i) & 1u) continue;
         const float weight = rowWeights[i];
-        if (weight == 0.0f) continue;  // a part without keys: its O_i is not read
         const auto x = *reinterpret_cast<const Pack<In, kVec>*>(
             static_cast<const In*>(p.partialO[i]) + inRow + column);
 #pragma unroll
@@ -93,6 +92,7 @@ MergeParams paramsOf(const MergeProblem& problem, const MergeTensors& tensors) {
   }
   p.o = tensors.o;
   p.lse = problem.hasLse ? tensors.lse : nullptr;
+  p.sinks = tensors.sinks;
   p.count = problem.count;
   p.heads = problem.heads;
   p.seq = problem.seq;

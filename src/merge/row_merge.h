@@ -43,8 +43,8 @@ FFPA_HOST_DEVICE inline float mergedLse(RowTotals totals) {
   return totals.max == -INFINITY ? -INFINITY : totals.max + logf(totals.scaleSum);
 }
 
-// exp(LSE_i - LSE), the weight of O_i in O: 0 exactly for a part without keys (so its O_i need
-// not be read), NaN whenever the totals are.
+// exp(LSE_i - LSE), the weight of O_i in O: 0 exactly for a part without keys (whose O_i is not
+// read), NaN whenever the totals are.
 FFPA_HOST_DEVICE inline float partWeight(float lse, RowTotals totals) {
   const float scale = partScale(lse, totals.max);
   return scale == 0.0f ? 0.0f : scale / totals.scaleSum;

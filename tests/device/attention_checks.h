@@ -61,8 +61,8 @@ void check_close(const std::string& context, const std::string& name,
                  ffpa_tools::Pass pass, double rounding_baseline);
 
 // The parts of check_forward_outputs() that need no tolerance, for checks with their own:
-// CHECKs that the downloaded O of every query that sees no key is exactly 0 (and its LSE -inf
-// when `with_lse`),
+// CHECKs that the downloaded O of every query that sees no key is exactly 0 (and its LSE -inf,
+// or its head's sink with attention sinks, when `with_lse`),
 void check_masked_rows(const std::string& context, const ffpa_tools::DeviceProblem& problem,
                        bool with_lse);
 // and that the gaps of the O (and LSE) layouts still hold the poison written before the call.

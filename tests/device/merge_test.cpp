@@ -1,10 +1,12 @@
 // ffpaAttentionMerge on a GPU: random partials against a float64 merge (every type pair, the
 // vector and scalar paths, parts and rows without keys, in-place updates, padded outputs, a CUDA
 // graph), and attention split over disjoint key ranges, each part a forward call, merged back and
-// checked against float64 attention over all the keys.
+// checked against float64 attention over all the keys. Attention sinks: forward, backward and the
+// sinks' gradient against float64 attention with sinks.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -86,7 +88,7 @@ Expected merge_in_float64(const Partials& parts, int64_t b, int64_t h, int64_t n
 }
 
 // Random partials: O in [-1, 1), LSE in [-10, 10); about one part in five of a row has no keys
-// (LSE -inf, O left NaN: it must not be read), and every 17th row has none at all.
+// (LSE -inf, O left NaN: it must not be read), and rows 16, 33, 50, ... have none at all.
 void fill_partials(Partials& parts, uint64_t start) {
   Random random(start);
   parts.o.host.fill_uniform(random, -1.0, 1.0);
@@ -96,7 +98,7 @@ void fill_partials(Partials& parts, uint64_t start) {
     for (int64_t ib = 0; ib < rows; ++ib)
       for (int64_t ih = 0; ih < l.dims[1]; ++ih)
         for (int64_t in = 0; in < l.dims[2]; ++in) {
-          const bool keyless = in % 17 == 0 || random.next() % 5 == 0;
+          const bool keyless = in % 17 == 16 || random.next() % 5 == 0;
           parts.lse.host.set(i * rows + ib, ih, in, 0, keyless ? -kInf : random.uniform(-10.0, 10.0));
           if (!keyless) continue;
           for (int64_t x = 0; x < parts.slice.dims[3]; ++x)
@@ -156,10 +158,10 @@ TEST_SUITE_BEGIN("device");
 TEST_CASE("merge: random partials against a float64 merge, every type pair and both paths") {
   const MergeCase cases[] = {
       {DType::bfloat16, DType::bfloat16, 3, 2, 4, 100, 512, LayoutKind::bhnd, true},
-      {DType::float16, DType::float32, 7, 1, 3, 77, 100, LayoutKind::padded, true},   // scalar: D % 4
+      {DType::float16, DType::float32, 7, 1, 3, 77, 102, LayoutKind::padded, true},   // scalar: D % 4
       {DType::float32, DType::bfloat16, 32, 1, 2, 64, 1024, LayoutKind::bnhd, true},
       {DType::float32, DType::float32, 1, 2, 2, 33, 1, LayoutKind::bhnd, true},       // a copy
-      {DType::bfloat16, DType::float16, 5, 3, 1, 129, 576, LayoutKind::padded, false},  // scalar: strides
+      {DType::bfloat16, DType::float16, 5, 3, 1, 129, 576, LayoutKind::padded, false},  // scalar: odd strides
       {DType::float16, DType::float16, 2, 1, 8, 300, 64, LayoutKind::padded_aligned, true},
       {DType::bfloat16, DType::float32, 16, 1, 1, 1, 40, LayoutKind::bhnd, true},
       {DType::float32, DType::float16, 4, 2, 2, 50, 256, LayoutKind::bnhd, false},
@@ -335,6 +337,92 @@ TEST_CASE("merge: attention split over key ranges and merged equals attention ov
     parts.lse.poison();
     split_and_merge(problem, c.ranges, parts, handle, workspace);
     check_forward_outputs(context.str(), problem, true);
+  }
+}
+
+
+namespace {
+
+// Uploads `values` as fp32 device memory.
+DeviceBuffer device_floats(const std::vector<double>& values) {
+  std::vector<float> floats(values.begin(), values.end());
+  DeviceBuffer buffer(floats.size() * sizeof(float));
+  buffer.upload(floats.data(), buffer.size());
+  return buffer;
+}
+
+std::vector<float> host_floats(const DeviceBuffer& buffer, size_t count) {
+  std::vector<float> values(count);
+  buffer.download(values.data(), count * sizeof(float));
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("sinks: forward + ffpaAttentionApplySinks, backward and ffpaAttentionSinksBackward vs float64") {
+  struct SinkCase {
+    AttentionProblem shape;
+    DType dtype;
+    LayoutKind layout;
+  };
+  const std::vector<SinkCase> cases = {
+      {attention_shape(2, 4, 2, 96, 96, 512, 512, CausalMask::none), DType::bfloat16, LayoutKind::bhnd},
+      // Queries that see no key: O' = 0 and LSE' = the sink.
+      {attention_shape(1, 3, 1, 80, 50, 128, 128, CausalMask::bottom_right), DType::float16, LayoutKind::bnhd},
+      {attention_shape(1, 2, 2, 40, 70, 72, 48, CausalMask::top_left), DType::float32, LayoutKind::padded},
+  };
+  Handle handle;
+  Workspace workspace;
+  uint64_t start = 7400;
+  for (const SinkCase& c : cases) {
+    ProblemConfig config = make_config(c.shape, c.dtype, c.layout, 0.0);
+    Random random(++start);
+    for (int64_t h = 0; h < c.shape.heads_q; ++h) {
+      // Logits a float holds exactly, from well below to above the rows' log-sum-exps.
+      config.problem.sinks.push_back(static_cast<float>(random.uniform(-2.0, 5.0)));
+    }
+    const std::string context = config.to_string() + " with sinks";
+    INFO(context);
+    DeviceProblem problem(config);
+    problem.fill_inputs(start);
+    const DeviceBuffer sinks = device_floats(config.problem.sinks);
+
+    problem.forward(handle, workspace, true);
+    check(ffpaAttentionApplySinks(handle.get(), static_cast<const float*>(sinks.get()), problem.o.desc.get(),
+                                  problem.o.memory.get(), problem.lse.desc.get(),
+                                  static_cast<float*>(problem.lse.memory.get())),
+          "ffpaAttentionApplySinks");
+    problem.o.download();
+    problem.lse.download();
+    check_forward_outputs(context, problem, true);
+
+    // dQ, dK, dV from O' and LSE' alone.
+    problem.backward(handle, workspace);
+    check_backward_outputs(context, problem);
+
+    // The sinks' gradient, against float64 from the O' the device holds (as the backward's delta).
+    DeviceBuffer d_sinks(c.shape.heads_q * sizeof(float));
+    std::vector<float> runs[2];
+    for (std::vector<float>& run : runs) {
+      check_cuda(cudaMemset(d_sinks.get(), 0xff, d_sinks.size()), "cudaMemset");
+      check(ffpaAttentionSinksBackward(handle.get(), static_cast<const float*>(sinks.get()), problem.o.desc.get(),
+                                       problem.o.memory.get(), problem.d_o.desc.get(), problem.d_o.memory.get(),
+                                       problem.lse.desc.get(), static_cast<const float*>(problem.lse.memory.get()),
+                                       static_cast<float*>(d_sinks.get())),
+            "ffpaAttentionSinksBackward");
+      run = host_floats(d_sinks, static_cast<size_t>(c.shape.heads_q));
+    }
+    const std::vector<double> given_o = problem.o.host.to_dense();
+    std::vector<double> dq, dk, dv, expected;
+    attention_backward(config.problem, problem.q.host.to_dense(), problem.k.host.to_dense(),
+                       problem.v.host.to_dense(), problem.d_o.host.to_dense(), &given_o, &dq, &dk, &dv,
+                       &expected);
+    for (int64_t h = 0; h < c.shape.heads_q; ++h) {
+      CAPTURE(h);
+      REQUIRE(std::isfinite(runs[0][h]));
+      CHECK(std::abs(runs[0][h] - expected[h]) <= 1e-4 * std::abs(expected[h]) + 1e-5);
+      CHECK(std::memcmp(&runs[0][h], &runs[1][h], sizeof(float)) == 0);  // the same bits twice
+    }
   }
 }
 

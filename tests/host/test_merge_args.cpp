@@ -176,3 +176,65 @@ TEST_CASE("merge: outputs overlap nothing, except a partial updated in place") {
   outputsMeet.lse = at<float>(gib(7) + 64);
   CHECK_FAILS_WITH(call.run(h, outputsMeet), FFPA_STATUS_BAD_PARAM, "output o overlaps output lse");
 }
+
+TEST_CASE("sinks: ffpaAttentionApplySinks checks its arguments before the device") {
+  Handle h;
+  Tensor o(FFPA_DATA_TYPE_BFLOAT16, {2, 4, 100, 512});
+  Tensor lse(FFPA_DATA_TYPE_FLOAT32, {2, 4, 100});
+  const float* sinks = at<const float>(gib(1));
+  void* out = at<void>(gib(2));
+  float* outLse = at<float>(gib(3));
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, sinks, o, out, lse, outLse), FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, nullptr, o, out, lse, outLse), FFPA_STATUS_BAD_PARAM_NULL_POINTER,
+                   "sinks is NULL");
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, sinks, o, nullptr, lse, outLse), FFPA_STATUS_BAD_PARAM_NULL_POINTER,
+                   "o is NULL");
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, sinks, o, out, lse, nullptr), FFPA_STATUS_BAD_PARAM_NULL_POINTER,
+                   "lse is NULL");
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, at<const float>(gib(1) + 2), o, out, lse, outLse),
+                   FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "sinks", "4 bytes");
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, sinks, o, at<void>(gib(2) + 1), lse, outLse),
+                   FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "o (");
+  // The 4 sinks (16 bytes) inside O or the LSE.
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, at<const float>(gib(2) + 4096), o, out, lse, outLse),
+                   FFPA_STATUS_BAD_PARAM, "o overlaps sinks");
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, at<const float>(gib(3) - 8), o, out, lse, outLse),
+                   FFPA_STATUS_BAD_PARAM, "lse overlaps sinks");
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, at<const float>(gib(3) - 16), o, out, lse, outLse),
+                   FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);  // just before the LSE
+  Tensor lseShort(FFPA_DATA_TYPE_FLOAT32, {2, 4, 99});
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, sinks, o, out, lseShort, outLse), FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+                   "lseDesc is [2, 4, 99]");
+  Tensor o3d(FFPA_DATA_TYPE_BFLOAT16, {2, 4, 100});
+  CHECK_FAILS_WITH(ffpaAttentionApplySinks(h, sinks, o3d, out, lse, outLse), FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+                   "has 3 dimensions");
+}
+
+TEST_CASE("sinks: ffpaAttentionSinksBackward checks its arguments before the device") {
+  Handle h;
+  Tensor o(FFPA_DATA_TYPE_FLOAT16, {1, 8, 64, 256});
+  Tensor lse(FFPA_DATA_TYPE_FLOAT32, {1, 8, 64});
+  const float* sinks = at<const float>(gib(1));
+  const void* out = at<const void>(gib(2));
+  const void* dOut = at<const void>(gib(3));
+  const float* outLse = at<const float>(gib(4));
+  float* dSinks = at<float>(gib(5));
+  const auto call = [&](ffpaTensorDescriptor_t oDesc, ffpaTensorDescriptor_t doDesc, ffpaTensorDescriptor_t lseDesc,
+                        const float* s, float* d) {
+    return ffpaAttentionSinksBackward(h, s, oDesc, out, doDesc, dOut, lseDesc, outLse, d);
+  };
+  CHECK_FAILS_WITH(call(o, o, lse, sinks, dSinks), FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE);
+  CHECK_FAILS_WITH(call(o, o, lse, sinks, nullptr), FFPA_STATUS_BAD_PARAM_NULL_POINTER, "dSinks is NULL");
+  CHECK_FAILS_WITH(call(o, o, lse, nullptr, dSinks), FFPA_STATUS_BAD_PARAM_NULL_POINTER, "sinks is NULL");
+  CHECK_FAILS_WITH(ffpaAttentionSinksBackward(h, sinks, o, out, o, nullptr, lse, outLse, dSinks),
+                   FFPA_STATUS_BAD_PARAM_NULL_POINTER, "dO is NULL");
+  Tensor dOBf16(FFPA_DATA_TYPE_BFLOAT16, {1, 8, 64, 256});
+  CHECK_FAILS_WITH(call(o, dOBf16, lse, sinks, dSinks), FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "doDesc is bf16");
+  Tensor dOShort(FFPA_DATA_TYPE_FLOAT16, {1, 8, 63, 256});
+  CHECK_FAILS_WITH(call(o, dOShort, lse, sinks, dSinks), FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "doDesc is [1, 8, 63, 256]");
+  Tensor lseHalf(FFPA_DATA_TYPE_FLOAT16, {1, 8, 64});
+  CHECK_FAILS_WITH(call(o, o, lseHalf, sinks, dSinks), FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "lseDesc is fp16");
+  CHECK_FAILS_WITH(call(o, o, lse, sinks, at<float>(gib(4) + 64)), FFPA_STATUS_BAD_PARAM, "dSinks overlaps lse");
+  CHECK_FAILS_WITH(call(o, o, lse, sinks, at<float>(gib(1) + 4)), FFPA_STATUS_BAD_PARAM, "dSinks overlaps sinks");
+  CHECK_FAILS_WITH(call(o, o, lse, sinks, at<float>(gib(5) + 2)), FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "dSinks");
+}

@@ -44,8 +44,8 @@ Part attend(const std::vector<double>& s, const std::vector<std::vector<double>>
   return part;
 }
 
-// The kernel's loop for one row, on the host: weights from the shared arithmetic, parts of
-// weight 0 skipped, fp32 sums.
+// The kernel's loop for one row, on the host: weights from the shared arithmetic, parts without
+// keys skipped, fp32 sums.
 Part merge(const std::vector<Part>& parts, size_t d) {
   const int count = static_cast<int>(parts.size());
   const RowTotals totals = ffpa::merge::rowTotals(count, [&](int i) { return parts[i].lse; });
@@ -53,8 +53,8 @@ Part merge(const std::vector<Part>& parts, size_t d) {
   merged.lse = ffpa::merge::mergedLse(totals);
   merged.o.assign(d, 0.0f);
   for (const Part& part : parts) {
+    if (part.lse == -INFINITY) continue;
     const float weight = ffpa::merge::partWeight(part.lse, totals);
-    if (weight == 0.0f) continue;
     for (size_t c = 0; c < d; ++c) merged.o[c] += weight * part.o[c];
   }
   return merged;
@@ -139,6 +139,24 @@ TEST_CASE("merge arithmetic: parts without keys, NaN and infinity") {
     const RowTotals t = totals({INFINITY, 0.0f});
     CHECK(std::isnan(ffpa::merge::mergedLse(t)));
     CHECK(std::isnan(ffpa::merge::partWeight(INFINITY, t)));
+  }
+}
+
+TEST_CASE("merge arithmetic: a sink is one more part without a value") {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> logit(-30.0, 30.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    const float lse = trial % 10 == 0 ? -INFINITY : static_cast<float>(logit(rng));  // a row without keys
+    const float sink = static_cast<float>(logit(rng));
+    const float parts[2] = {lse, sink};
+    const RowTotals t = ffpa::merge::rowTotals(2, [&](int i) { return parts[i]; });
+    // LSE' = log(exp(LSE) + exp(s)) and O' = exp(LSE - LSE') O, in float64.
+    const double expected = lse == -INFINITY ? sink : std::max<double>(lse, sink) +
+                                                          std::log1p(std::exp(-std::abs(double(lse) - sink)));
+    CAPTURE(trial);
+    CHECK(std::abs(ffpa::merge::mergedLse(t) - expected) <= 1e-6 * (1.0 + std::abs(expected)));
+    const double scale = lse == -INFINITY ? 0.0 : std::exp(double(lse) - expected);
+    CHECK(std::abs(ffpa::merge::partWeight(lse, t) - scale) <= 1e-6);
   }
 }
 

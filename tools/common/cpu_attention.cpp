@@ -21,20 +21,20 @@ void add_scaled(double* out, double factor, const double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += factor * x[i];
 }
 
-// The softmax of one query row over the keys it sees:
+// The softmax of one query row over the keys it sees (and the sink, when finite):
 //   p[j] = exp(scale * q . k_j - lse) for j < visible_keys(row), 0 for the masked keys.
-// p has Nkv entries. Returns lse, or -inf (and p all 0) for a fully masked row.
+// p has Nkv entries. Returns lse, or -inf (and p all 0) for a fully masked row without a sink.
 double row_probabilities(const AttentionProblem& problem, int64_t row, const double* q_row,
-                         const double* k_head, std::vector<double>& p) {
+                         const double* k_head, std::vector<double>& p, double sink) {
   const int64_t visible = problem.visible_keys(row);
   p.assign(static_cast<size_t>(problem.seq_kv), 0.0);
-  if (visible == 0) return kMinusInfinity;
-  double max_score = kMinusInfinity;
+  if (visible == 0) return sink;
+  double max_score = sink;
   for (int64_t j = 0; j < visible; ++j) {
     p[j] = problem.scale * dot(q_row, k_head + j * problem.dim_qk, problem.dim_qk);
     max_score = std::max(max_score, p[j]);
   }
-  double sum = 0.0;
+  double sum = sink == kMinusInfinity ? 0.0 : std::exp(sink - max_score);
   for (int64_t j = 0; j < visible; ++j) {
     p[j] = std::exp(p[j] - max_score);
     sum += p[j];
@@ -100,6 +100,10 @@ AttentionProblem attention_shape(int64_t batch, int64_t heads_q, int64_t heads_k
   return p;
 }
 
+double AttentionProblem::sink_of(int64_t query_head) const {
+  return sinks.empty() ? kMinusInfinity : sinks.at(static_cast<size_t>(query_head));
+}
+
 int64_t AttentionProblem::visible_keys(int64_t row) const {
   int64_t last_visible = seq_kv - 1;  // the index of the last key query `row` sees
   if (causal == CausalMask::top_left) last_visible = row;
@@ -116,9 +120,9 @@ std::string AttentionProblem::to_string() const {
 }
 
 double attention_row(const AttentionProblem& problem, int64_t row, const double* q_row,
-                     const double* k_head, const double* v_head, double* o_row) {
+                     const double* k_head, const double* v_head, double* o_row, double sink) {
   std::vector<double> p;
-  const double lse = row_probabilities(problem, row, q_row, k_head, p);
+  const double lse = row_probabilities(problem, row, q_row, k_head, p, sink);
   std::fill(o_row, o_row + problem.dim_v, 0.0);
   for (int64_t j = 0; j < problem.visible_keys(row); ++j) {
     add_scaled(o_row, p[j], v_head + j * problem.dim_v, problem.dim_v);
@@ -126,14 +130,16 @@ double attention_row(const AttentionProblem& problem, int64_t row, const double*
   return lse;
 }
 
-void attention_row_backward(const AttentionProblem& problem, int64_t row, const double* q_row,
-                            const double* k_head, const double* v_head, const double* do_row,
-                            const double* o_row, double* dq_row, double* dk_head, double* dv_head) {
+double attention_row_backward(const AttentionProblem& problem, int64_t row, const double* q_row,
+                              const double* k_head, const double* v_head, const double* do_row,
+                              const double* o_row, double* dq_row, double* dk_head, double* dv_head,
+                              double sink) {
   // With s = scale * q . k_j, p = softmax(s) and O = sum_j p_j v_j:
   //   dV_j += p_j dO            dP_j = dO . v_j           delta = sum_j p_j dP_j  (= dO . O)
   //   dS_j = p_j (dP_j - delta) dQ = scale sum_j dS_j k_j  dK_j += scale dS_j q
+  // A sink is one more score with a value of 0: its dP is 0, so dS_sink = -p_sink delta.
   std::vector<double> p;
-  row_probabilities(problem, row, q_row, k_head, p);
+  const double lse = row_probabilities(problem, row, q_row, k_head, p, sink);
   const int64_t visible = problem.visible_keys(row);
   std::vector<double> dp(static_cast<size_t>(problem.seq_kv), 0.0);
   double delta = 0.0;
@@ -150,6 +156,7 @@ void attention_row_backward(const AttentionProblem& problem, int64_t row, const 
       add_scaled(dk_head + j * problem.dim_qk, problem.scale * ds, q_row, problem.dim_qk);
     if (dv_head) add_scaled(dv_head + j * problem.dim_v, p[j], do_row, problem.dim_v);
   }
+  return sink == kMinusInfinity ? 0.0 : -std::exp(sink - lse) * delta;
 }
 
 void attention_forward(const AttentionProblem& problem, const std::vector<double>& q,
@@ -168,7 +175,7 @@ void attention_forward(const AttentionProblem& problem, const std::vector<double
         const double* q_row =
             q.data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_qk) + i * p.dim_qk;
         double* o_row = o->data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_v) + i * p.dim_v;
-        const double row_lse = attention_row(p, i, q_row, k_head, v_head, o_row);
+        const double row_lse = attention_row(p, i, q_row, k_head, v_head, o_row, p.sink_of(h));
         if (lse) (*lse)[head_offset(b, h, p.heads_q, p.seq_q, 1) + i] = row_lse;
       }
     }
@@ -178,7 +185,8 @@ void attention_forward(const AttentionProblem& problem, const std::vector<double
 void attention_backward(const AttentionProblem& problem, const std::vector<double>& q,
                         const std::vector<double>& k, const std::vector<double>& v,
                         const std::vector<double>& d_o, const std::vector<double>* o,
-                        std::vector<double>* dq, std::vector<double>* dk, std::vector<double>* dv) {
+                        std::vector<double>* dq, std::vector<double>* dk, std::vector<double>* dv,
+                        std::vector<double>* d_sinks) {
   const AttentionProblem& p = problem;
   require_shapes(p, q, k, v);
   require_size(d_o, p.batch * p.heads_q * p.seq_q * p.dim_v, "dO");
@@ -186,6 +194,7 @@ void attention_backward(const AttentionProblem& problem, const std::vector<doubl
   dq->assign(q.size(), 0.0);
   dk->assign(k.size(), 0.0);
   dv->assign(v.size(), 0.0);
+  if (d_sinks) d_sinks->assign(static_cast<size_t>(p.heads_q), 0.0);
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t h = 0; h < p.heads_q; ++h) {
       const int64_t kv = p.kv_head_of(h);
@@ -194,9 +203,11 @@ void attention_backward(const AttentionProblem& problem, const std::vector<doubl
       for (int64_t i = 0; i < p.seq_q; ++i) {
         const size_t q_at = head_offset(b, h, p.heads_q, p.seq_q, p.dim_qk) + i * p.dim_qk;
         const size_t o_at = head_offset(b, h, p.heads_q, p.seq_q, p.dim_v) + i * p.dim_v;
-        attention_row_backward(p, i, q.data() + q_at, k.data() + k_at, v.data() + v_at,
-                               d_o.data() + o_at, o ? o->data() + o_at : nullptr, dq->data() + q_at,
-                               dk->data() + k_at, dv->data() + v_at);
+        const double d_sink = attention_row_backward(
+            p, i, q.data() + q_at, k.data() + k_at, v.data() + v_at, d_o.data() + o_at,
+            o ? o->data() + o_at : nullptr, dq->data() + q_at, dk->data() + k_at, dv->data() + v_at,
+            p.sink_of(h));
+        if (d_sinks) (*d_sinks)[static_cast<size_t>(h)] += d_sink;
       }
     }
   }

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct AttentionProblem {
   int64_t dim_v = 1;
   CausalMask causal = CausalMask::none;
   double scale = 1.0;  // multiplies Q.K^T before the softmax
+  // Attention sinks: one logit per query head joining every softmax denominator of that head
+  // with no value (ffpaAttentionApplySinks). Empty: no sinks.
+  std::vector<double> sinks;
+
+  // The sink logit of a query head; -inf (no sink) when there are none.
+  double sink_of(int64_t query_head) const;
 
   int64_t kv_head_of(int64_t query_head) const { return query_head / (heads_q / heads_kv); }
   // Query `row` sees keys [0, visible_keys(row)); 0 means a fully masked row.
@@ -52,18 +59,23 @@ inline double default_scale(int64_t dim_qk) {
 // One query row against one K/V head.
 //   q_row [Dqk], k_head [Nkv, Dqk], v_head [Nkv, Dv]  ->  o_row [Dv]
 // Returns the log-sum-exp of the scaled scores; a fully masked row gets -inf and o_row = 0.
+// With a finite `sink` logit, the sink joins the softmax denominator: O shrinks by the sink's
+// share, and a fully masked row gets the sink as its log-sum-exp.
 double attention_row(const AttentionProblem& problem, int64_t row, const double* q_row,
-                     const double* k_head, const double* v_head, double* o_row);
+                     const double* k_head, const double* v_head, double* o_row,
+                     double sink = -std::numeric_limits<double>::infinity());
 
 // The gradients of one query row, for the loss sum(O * dO).
 //   q_row [Dqk], k_head [Nkv, Dqk], v_head [Nkv, Dv], do_row [Dv]  ->  dq_row [Dqk]
 // The backward needs delta = dO . O. With `o_row` [Dv] null it is computed from the exact
 // probabilities; otherwise from `o_row`, as an implementation does that is given O (rounded to
 // its output type) by the forward. dk_head [Nkv, Dqk] and dv_head [Nkv, Dv] receive this row's
-// contribution added to them; either may be null when not wanted.
-void attention_row_backward(const AttentionProblem& problem, int64_t row, const double* q_row,
-                            const double* k_head, const double* v_head, const double* do_row,
-                            const double* o_row, double* dq_row, double* dk_head, double* dv_head);
+// contribution added to them; either may be null when not wanted. Returns the row's share of the
+// gradient of its `sink` logit, -exp(sink - lse) * delta (0 without a sink).
+double attention_row_backward(const AttentionProblem& problem, int64_t row, const double* q_row,
+                              const double* k_head, const double* v_head, const double* do_row,
+                              const double* o_row, double* dq_row, double* dk_head, double* dv_head,
+                              double sink = -std::numeric_limits<double>::infinity());
 
 // Whole tensors, shapes as at the top of this file. `lse` may be null.
 void attention_forward(const AttentionProblem& problem, const std::vector<double>& q,
@@ -72,9 +84,11 @@ void attention_forward(const AttentionProblem& problem, const std::vector<double
 
 // dq, dk, dv are resized to the shapes of q, k, v. dK and dV of a K/V head sum over its group.
 // `o` is null, or the O [B, Hq, Nq, Dv] that delta is computed from (see attention_row_backward).
+// `d_sinks`, when not null, receives the gradient of each head's sink logit [Hq] (0 without sinks).
 void attention_backward(const AttentionProblem& problem, const std::vector<double>& q,
                         const std::vector<double>& k, const std::vector<double>& v,
                         const std::vector<double>& d_o, const std::vector<double>* o,
-                        std::vector<double>* dq, std::vector<double>* dk, std::vector<double>* dv);
+                        std::vector<double>* dq, std::vector<double>* dk, std::vector<double>* dv,
+                        std::vector<double>* d_sinks = nullptr);
 
 }  // namespace ffpa_tools

@@ -1449,8 +1449,8 @@ extern "C" {
     #[doc = " All partials share one layout, described once: they may be slices of one `[P, B, H, N, D]`"]
     #[doc = " buffer or separate buffers of the same strides. Any fp16, bf16 or fp32 types for the partial"]
     #[doc = " outputs and for @p o; log-sum-exp tensors are fp32. Pointers need the alignment of their element"]
-    #[doc = " type only (16-byte aligned pointers and strides that are multiples of 4 elements take a faster"]
-    #[doc = " path). The outputs must not overlap the inputs, with one exception that lets a running result be"]
+    #[doc = " type only (with D, the row strides and the pointers all allowing 4-element accesses, the kernel"]
+    #[doc = " takes a faster path). The outputs must not overlap the inputs, with one exception that lets a running result be"]
     #[doc = " updated in place: @p o may be one of the @p partialO pointers when @p oDesc has the type, shape"]
     #[doc = " and strides of @p partialODesc, and @p lse one of the @p partialLse pointers when @p lseDesc has"]
     #[doc = " the strides of @p partialLseDesc."]
@@ -1474,6 +1474,8 @@ extern "C" {
     #[doc = "         #FFPA_STATUS_BAD_PARAM_NULL_POINTER for a missing pointer (naming its index);"]
     #[doc = "         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, #FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH or"]
     #[doc = "         #FFPA_STATUS_BAD_PARAM_STRIDE naming the descriptor;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED or #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE for a"]
+    #[doc = "         descriptor never set or not live;"]
     #[doc = "         #FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER; #FFPA_STATUS_BAD_PARAM for overlapping"]
     #[doc = "         outputs; #FFPA_STATUS_NOT_SUPPORTED_SHAPE for D above #FFPA_MAX_HEAD_DIM;"]
     #[doc = "         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle from ffpaCreateForDevice();"]
@@ -1489,6 +1491,71 @@ extern "C" {
         o: *mut ::std::os::raw::c_void,
         lseDesc: ffpaTensorDescriptor_t,
         lse: *mut f32,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Folds attention sinks into a forward result, in place: one fp32 logit `s_h` per head joins every"]
+    #[doc = " softmax denominator of that head with no value, so `LSE' = log(exp(LSE) + exp(s_h))` and"]
+    #[doc = " `O' = exp(LSE - LSE') * O` (the merge of the result with a part whose O is 0 and whose LSE is `s_h`). A row that sees no key"]
+    #[doc = " (O = 0, LSE = -infinity) gets O' = 0 and LSE' = `s_h`; a sink of -infinity changes nothing. Apply"]
+    #[doc = " it once to the final result (after any merge of partial results). For the backward, pass O' and"]
+    #[doc = " LSE' to ffpaAttentionBackward(): dQ, dK and dV need nothing more; ffpaAttentionSinksBackward()"]
+    #[doc = " gives the sinks' gradient."]
+    #[doc = ""]
+    #[doc = " Enqueues one kernel on the handle's stream; never allocates device memory or synchronizes."]
+    #[doc = ""]
+    #[doc = " @param handle   The handle."]
+    #[doc = " @param sinks    `H` fp32 logits in device memory (H = dimension 1 of @p oDesc), 4-byte aligned."]
+    #[doc = " @param oDesc    The forward's output `[B, H, N, D]` (fp16, bf16 or fp32), unit stride on D."]
+    #[doc = " @param o        The output (device memory), read and rewritten."]
+    #[doc = " @param lseDesc  Its log-sum-exp `[B, H, N]` fp32."]
+    #[doc = " @param lse      The log-sum-exp (device memory), read and rewritten."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, #FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH or"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_STRIDE naming the descriptor;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER; #FFPA_STATUS_BAD_PARAM when @p sinks overlaps"]
+    #[doc = "         @p o or @p lse; #FFPA_STATUS_NOT_SUPPORTED_SHAPE for D above #FFPA_MAX_HEAD_DIM;"]
+    #[doc = "         #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a handle from ffpaCreateForDevice();"]
+    #[doc = "         #FFPA_STATUS_EXECUTION_FAILED_CUDA when the launch fails."]
+    pub fn ffpaAttentionApplySinks(
+        handle: ffpaHandle_t,
+        sinks: *const f32,
+        oDesc: ffpaTensorDescriptor_t,
+        o: *mut ::std::os::raw::c_void,
+        lseDesc: ffpaTensorDescriptor_t,
+        lse: *mut f32,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " The gradient of the attention sinks, for the loss whose gradient of O' is dO:"]
+    #[doc = " `dsinks_h = -sum(exp(s_h - LSE'[b, h, n]) * rowsum(O'[b, h, n, :] * dO[b, h, n, :]))` over b and n,"]
+    #[doc = " from the sink-adjusted O' and LSE' of ffpaAttentionApplySinks(). Written, not accumulated; summed"]
+    #[doc = " in a fixed order (bit-identical from run to run). With context parallelism each rank's value is"]
+    #[doc = " the partial over its own queries: sum them across ranks (or average, as the training framework"]
+    #[doc = " expects)."]
+    #[doc = ""]
+    #[doc = " Enqueues one kernel on the handle's stream; never allocates device memory or synchronizes."]
+    #[doc = ""]
+    #[doc = " @param handle   The handle."]
+    #[doc = " @param sinks    `H` fp32 logits in device memory, 4-byte aligned."]
+    #[doc = " @param oDesc    O' `[B, H, N, D]` (fp16, bf16 or fp32), unit stride on D."]
+    #[doc = " @param o        O' (device memory)."]
+    #[doc = " @param doDesc   dO, the shape and type of O', unit stride on D."]
+    #[doc = " @param dO       dO (device memory)."]
+    #[doc = " @param lseDesc  LSE' `[B, H, N]` fp32."]
+    #[doc = " @param lse      LSE' (device memory)."]
+    #[doc = " @param dSinks   Receives the `H` fp32 gradients (device memory, 4-byte aligned)."]
+    #[doc = " @return As ffpaAttentionApplySinks(); #FFPA_STATUS_BAD_PARAM when @p dSinks overlaps an input."]
+    pub fn ffpaAttentionSinksBackward(
+        handle: ffpaHandle_t,
+        sinks: *const f32,
+        oDesc: ffpaTensorDescriptor_t,
+        o: *const ::std::os::raw::c_void,
+        doDesc: ffpaTensorDescriptor_t,
+        dO: *const ::std::os::raw::c_void,
+        lseDesc: ffpaTensorDescriptor_t,
+        lse: *const f32,
+        dSinks: *mut f32,
     ) -> ffpaStatus_t;
 }
 #[doc = " Counters of a handle's plan cache. Set @ref structSize before calling"]

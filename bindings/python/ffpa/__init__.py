@@ -7,6 +7,7 @@ The quick way, on PyTorch tensors or CuPy arrays::
     o = ffpa.forward(q, k, v, causal=True)                  # [B, H, N, D]
     o, lse = ffpa.forward(q, k, v, lse=True, layout="bnhd")  # [B, N, H, D] storage
     dq, dk, dv = ffpa.backward(q, k, v, o, do, lse, layout="bnhd")
+    o, lse = ffpa.merge([o1, o2], [lse1, lse2], lse=True)    # partials over disjoint keys
 
 The C interface, class by class: :class:`Handle` (a context manager), :class:`TensorDesc`,
 :class:`AttentionDesc`, policies by knob name, plan descriptions, :class:`FfpaError` with the
@@ -22,20 +23,21 @@ from ._errors import (BadParamError, ExecutionFailedError, FfpaError, InternalEr
 from ._handle import DeviceDesc, Handle, Plan, PlanCacheStats
 from ._library import HEADER_VERSION, LibraryNotFound, is_compatible, library
 from ._logging import set_log_callback
+from ._merge import apply_sinks, merge, sinks_backward
 from ._policy import PolicyInfo, knobs, policy_info
-from ._types import (MAX_HEAD_DIM, Accumulator, AutotuneMode, CausalMode, DataType, Knob,
-                     LogLevel, PolicySource, PolicyType)
+from ._types import (MAX_HEAD_DIM, MAX_MERGE_PARTIALS, Accumulator, AutotuneMode, CausalMode,
+                     DataType, Knob, LogLevel, PolicySource, PolicyType)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Accumulator", "ArrayView", "AttentionDesc", "AutotuneMode", "BadParamError", "CausalMode",
     "DataType", "DeviceDesc", "ExecutionFailedError", "FfpaError", "HEADER_VERSION", "Handle",
-    "InternalError", "Knob", "LibraryNotFound", "LogLevel", "MAX_HEAD_DIM", "NotInitializedError",
-    "NotSupportedError", "Plan", "PlanCacheStats", "PolicyInfo", "PolicySource", "PolicyType",
-    "Status", "TensorDesc", "array_view", "backward", "build_info", "category", "causal_mode",
-    "forward", "get_version", "is_compatible", "knobs", "library", "policy_info",
-    "set_log_callback", "status_name",
+    "InternalError", "Knob", "LibraryNotFound", "LogLevel", "MAX_HEAD_DIM", "MAX_MERGE_PARTIALS",
+    "NotInitializedError", "NotSupportedError", "Plan", "PlanCacheStats", "PolicyInfo",
+    "PolicySource", "PolicyType", "Status", "TensorDesc", "apply_sinks", "array_view", "backward",
+    "build_info", "category", "causal_mode", "forward", "get_version", "is_compatible", "knobs",
+    "library", "merge", "policy_info", "set_log_callback", "sinks_backward", "status_name",
 ]
 
 

@@ -206,6 +206,31 @@ class Handle(Owned):
             self, attn, q, q_ptr, k, k_ptr, v, v_ptr, o, o_ptr, lse, lse_ptr or None,
             workspace or None, workspace_size))
 
+    def merge(self, partial_o, partial_o_ptrs, partial_lse, partial_lse_ptrs, o, o_ptr, *,
+              lse=None, lse_ptr=0):
+        """Enqueues the merge of partial results over disjoint key sets (ffpaAttentionMerge):
+        ``LSE = log(sum exp(LSE_i))``, ``O = sum exp(LSE_i - LSE) * O_i`` in fp32. Every partial
+        shares the descriptors ``partial_o`` and ``partial_lse``; ``partial_o_ptrs`` and
+        ``partial_lse_ptrs`` list one device address per part (lists of different lengths are
+        refused: the missing addresses count as null)."""
+        count = max(len(partial_o_ptrs), len(partial_lse_ptrs))
+        o_ptrs = (ctypes.c_void_p * max(count, 1))(*partial_o_ptrs)
+        lse_ptrs = (ctypes.c_void_p * max(count, 1))(*partial_lse_ptrs)
+        check(library().ffpaAttentionMerge(
+            self, count, partial_o, o_ptrs, partial_lse, lse_ptrs, o, o_ptr, lse,
+            lse_ptr or None))
+
+    def apply_sinks(self, sinks_ptr, o, o_ptr, lse, lse_ptr):
+        """Folds per-head sink logits (``H`` fp32 values at ``sinks_ptr``) into a forward result
+        in place (ffpaAttentionApplySinks)."""
+        check(library().ffpaAttentionApplySinks(self, sinks_ptr or None, o, o_ptr, lse, lse_ptr))
+
+    def sinks_backward(self, sinks_ptr, o, o_ptr, do, do_ptr, lse, lse_ptr, d_sinks_ptr):
+        """Writes the sinks' gradient (``H`` fp32 values at ``d_sinks_ptr``) from the
+        sink-adjusted O and LSE and the output gradient (ffpaAttentionSinksBackward)."""
+        check(library().ffpaAttentionSinksBackward(
+            self, sinks_ptr or None, o, o_ptr, do, do_ptr, lse, lse_ptr, d_sinks_ptr or None))
+
     def backward_workspace_size(self, attn, q, k, v, o, do, lse, dq, dk, dv):
         """Bytes of workspace :meth:`backward` needs; plans the problem and caches the plan."""
         size = ctypes.c_size_t()

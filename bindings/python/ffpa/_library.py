@@ -73,6 +73,12 @@ SIGNATURES = {
         _status, [_handle, _desc] + [_desc] * 9 + [ctypes.c_char_p, _size, _P(_size)]),
     "ffpaAttentionBackward": (
         _status, [_handle, _desc] + [_desc, _ptr] * 9 + [_ptr, _size]),
+    "ffpaAttentionMerge": (
+        _status, [_handle, ctypes.c_int32, _desc, _P(_ptr), _desc, _P(_ptr), _desc, _ptr, _desc,
+                  _ptr]),
+    "ffpaAttentionApplySinks": (_status, [_handle, _ptr, _desc, _ptr, _desc, _ptr]),
+    "ffpaAttentionSinksBackward": (
+        _status, [_handle, _ptr, _desc, _ptr, _desc, _ptr, _desc, _ptr, _ptr]),
     "ffpaGetPlanCacheStats": (_status, [_handle, _P(t.PlanCacheStatsStruct)]),
     "ffpaClearPlanCache": (_status, [_handle]),
 }

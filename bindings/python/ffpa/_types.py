@@ -104,6 +104,7 @@ ATTENTION_CAUSAL_MODE = 1
 
 MAX_HEAD_DIM = 1024
 MAX_TENSOR_DIMS = 4
+MAX_MERGE_PARTIALS = 32
 
 
 class DeviceDescStruct(ctypes.Structure):

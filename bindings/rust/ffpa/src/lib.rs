@@ -48,6 +48,7 @@ mod device_ptr;
 mod error;
 mod execute;
 mod handle;
+mod merge;
 mod policy;
 mod tensor;
 mod text;
@@ -63,6 +64,7 @@ pub use device_ptr::{DevicePtr, DevicePtrMut};
 pub use error::{Error, Result, Status};
 pub use execute::{BackwardBuffers, BackwardTensors, ForwardBuffers, ForwardTensors};
 pub use handle::{Handle, PlanCacheStats};
+pub use merge::{MergeTensors, MAX_MERGE_PARTIALS};
 pub use policy::{policy_info, policy_knobs, PolicyInfo, PolicyKnob, PolicyValue};
 pub use tensor::TensorDesc;
 pub use types::{

@@ -15,6 +15,7 @@
 // head dims up to 1024, and of needing no atomics.
 #pragma once
 
+#include "common/problem_sizes.h"
 #include "sm80/forward_params.h"
 #include "sm80/step_rings.h"
 
@@ -72,7 +73,7 @@ struct GradientLayout {
 
 // Launch parameters of the three kernels, passed by value. Strides are in elements, in
 // [batch, head, row] order (the head-dim stride is 1).
-struct BackwardParams {
+struct BackwardParams : ProblemSizes {
   const void* q;
   const void* k;
   const void* v;
@@ -94,19 +95,8 @@ struct BackwardParams {
   int64_t dqStrides[3];
   int64_t dkStrides[3];
   int64_t dvStrides[3];
-  int32_t batch;
-  int32_t headsQ;
   int32_t headsKv;
-  int32_t groupSize;  // query heads per KV head
-  int32_t seqQ;
-  int32_t seqKv;
-  int32_t headDimQk;  // multiples of 16, <= the instance's head dim
-  int32_t headDimV;
-  int32_t causal;     // query i sees key j iff j <= i + causalOffset
-  int64_t causalOffset;
   float scale;
-  float scaleLog2;    // scale * log2(e)
-  int32_t gridDnhb;   // grids (tiles, H, B) instead of (tiles, B*H)
 
   GradientLayout queryLayout;  // the dQ kernel's
   GradientLayout keyLayout;    // the dK/dV kernel's

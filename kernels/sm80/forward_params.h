@@ -12,6 +12,7 @@
 // so a thread keeps warpColumns / 2 fp32 O values (at most 128) whatever d_v is.
 #pragma once
 
+#include "common/problem_sizes.h"
 #include "sm80/step_rings.h"
 
 #include <cstdint>
@@ -45,7 +46,7 @@ constexpr ForwardShape forwardShape(int headDimV) {
 
 // Launch parameters, passed by value. Strides are in elements, in [batch, head, row] order (the
 // head-dim stride is 1). Shared-memory offsets are bytes from the start of dynamic shared memory.
-struct ForwardParams {
+struct ForwardParams : ProblemSizes {
   const void* q;
   const void* k;
   const void* v;
@@ -56,17 +57,6 @@ struct ForwardParams {
   int64_t vStrides[3];
   int64_t oStrides[3];
   int64_t lseStrides[3];
-  int32_t batch;
-  int32_t headsQ;
-  int32_t groupSize;  // query heads per KV head
-  int32_t seqQ;
-  int32_t seqKv;
-  int32_t headDimQk;  // a multiple of 16
-  int32_t headDimV;   // a multiple of 16, <= the instance's maxHeadDimV()
-  int32_t causal;     // query i sees key j iff j <= i + causalOffset
-  int64_t causalOffset;
-  float scaleLog2;    // softmax scale * log2(e): scores are kept in the log2 domain
-  int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
 
   // The cp.async pipeline (step_rings.h): every KV tile is a run of steps, first the Q K^T steps
   // (each brings qkPanelsPerStep 16-column panels of K, and of Q unless Q is persisted), then the

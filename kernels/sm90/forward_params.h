@@ -20,6 +20,7 @@
 // of partial scores per CTA and KV tile through distributed shared memory.
 #pragma once
 
+#include "common/problem_sizes.h"
 #include "sm90/tensor_map.h"
 
 #include <cstdint>
@@ -85,22 +86,11 @@ enum Barrier : int {
 
 // Everything but the tensor maps, whose type differs between the GPU and the emulator: what the
 // host computes (src/sm90/forward_call.cpp) in either build.
-struct ForwardArguments {
+struct ForwardArguments : ProblemSizes {
   void* o;
   float* lse;  // may be null
   int64_t oStrides[3];  // elements, [batch, head, row]
   int64_t lseStrides[3];
-  int32_t batch;
-  int32_t headsQ;
-  int32_t groupSize;  // query heads per KV head
-  int32_t seqQ;
-  int32_t seqKv;
-  int32_t headDimQk;  // a multiple of 16, <= maxHeadDimQk
-  int32_t headDimV;   // a multiple of 16, in the instance's block count
-  int32_t causal;     // query i sees key j iff j <= i + causalOffset
-  int64_t causalOffset;
-  float scaleLog2;    // softmax scale * log2(e)
-  int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
   // Of every 8 score exponentials of a row (a thread's 8 column groups), how many exp2Polynomial
   // computes instead of the special-function unit: 0..8 (FFPA_POLICY_EXP2_EMULATION).
   int32_t exp2Emulated;

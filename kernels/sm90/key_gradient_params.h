@@ -22,6 +22,7 @@
 // max(d_qk, d_v) in 257..512.
 #pragma once
 
+#include "common/problem_sizes.h"
 #include "sm90/forward_params.h"
 #include "sm90/tensor_map.h"
 
@@ -59,26 +60,16 @@ enum KeyGradientBarrier : int {
 };
 
 // Everything but the tensor maps (see ForwardArguments).
-struct KeyGradientArguments {
+// Its grid runs over key tiles and KV heads: (N/Bk, Hkv, B), or (N/Bk, B*Hkv) without gridDnhb.
+struct KeyGradientArguments : ProblemSizes {
   void* dk;
   void* dv;
   // The workspace of the sm80 row-statistics kernel: delta [batch, headsQ, seqQ], then lse2.
   const float* rowStats;
   int64_t dkStrides[3];  // elements, [batch, head, row]
   int64_t dvStrides[3];
-  int32_t batch;
-  int32_t headsQ;
   int32_t headsKv;
-  int32_t groupSize;  // query heads per KV head
-  int32_t seqQ;
-  int32_t seqKv;
-  int32_t headDimQk;  // multiples of 16, at most the instance's head dim
-  int32_t headDimV;
-  int32_t causal;     // query i sees key j iff j <= i + causalOffset
-  int64_t causalOffset;
   float scale;
-  float scaleLog2;    // scale * log2(e)
-  int32_t gridDnhb;   // grid (N/Bk, Hkv, B) instead of (N/Bk, B*Hkv)
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t kOffset;

@@ -22,6 +22,7 @@
 // the same dS, and each accumulates dQ for its share of d_qk's columns.
 #pragma once
 
+#include "common/problem_sizes.h"
 #include "sm90/forward_params.h"
 #include "sm90/tensor_map.h"
 
@@ -68,23 +69,12 @@ enum QueryGradientBarrier : int {
 };
 
 // Everything but the tensor maps (see ForwardArguments).
-struct QueryGradientArguments {
+struct QueryGradientArguments : ProblemSizes {
   void* dq;
   // The workspace of the sm80 row-statistics kernel: delta [batch, headsQ, seqQ], then lse2.
   const float* rowStats;
   int64_t dqStrides[3];  // elements, [batch, head, row]
-  int32_t batch;
-  int32_t headsQ;
-  int32_t groupSize;  // query heads per KV head
-  int32_t seqQ;
-  int32_t seqKv;
-  int32_t headDimQk;  // a multiple of 16 in the instance's range
-  int32_t headDimV;   // a multiple of 16
-  int32_t causal;     // query i sees key j iff j <= i + causalOffset
-  int64_t causalOffset;
   float scale;
-  float scaleLog2;    // scale * log2(e)
-  int32_t gridDnhb;   // grid (N/Br, H, B) instead of (N/Br, B*H)
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t qOffset;

@@ -18,16 +18,34 @@ Strides stridesOf(const TensorLayout& t) {
   return s;
 }
 
+void requireFourDims(const TensorLayout& t, const char* name) {
+  require(t.nbDims == 4, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " has ", t.nbDims,
+          " dimensions; attention tensors have 4: [B, H, N, D]");
+}
+
+void requireUnitStrideD(const TensorLayout& t, const char* name) {
+  require(t.dims[3] == 1 || t.strides[3] == 1, FFPA_STATUS_BAD_PARAM_STRIDE, name,
+          ": the stride of D (the last dimension) is ", t.strides[3], "; it must be 1");
+}
+
+void checkLseLayout(const TensorLayout& lse, const char* name, int64_t b, int64_t h, int64_t n,
+                    const char* origin) {
+  require(lse.nbDims == 3, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " has ", lse.nbDims,
+          " dimensions; a log-sum-exp tensor has 3: [B, H, N]");
+  require(lse.dtype == FFPA_DATA_TYPE_FLOAT32, FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, name, " is ",
+          dataTypeName(lse.dtype), "; log-sum-exp tensors are fp32");
+  require(lse.dims[0] == b && lse.dims[1] == h && lse.dims[2] == n, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+          name, " is ", dimsText(lse), "; expected [", b, ", ", h, ", ", n, "] (", origin, ")");
+}
+
 namespace {
 
 // Q, K, V, O and the gradients: 4-D, the problem's type, unit stride on D.
 void checkAttentionTensor(const TensorLayout& t, const char* name, ffpaDataType_t dtype) {
-  require(t.nbDims == 4, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " has ", t.nbDims,
-          " dimensions; attention tensors have 4: [B, H, N, D]");
+  requireFourDims(t, name);
   require(t.dtype == dtype, FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, name, " is ", dataTypeName(t.dtype),
           " but qDesc is ", dataTypeName(dtype), "; Q, K, V, O and the gradients share one type");
-  require(t.dims[3] == 1 || t.strides[3] == 1, FFPA_STATUS_BAD_PARAM_STRIDE, name,
-          ": the stride of D (the last dimension) is ", t.strides[3], "; it must be 1");
+  requireUnitStrideD(t, name);
 }
 
 void requireDims(const TensorLayout& t, const char* name, int64_t b, int64_t h, int64_t n, int64_t d,
@@ -78,13 +96,7 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
 }
 
 void checkLse(AttentionProblem& p, const TensorLayout& lse) {
-  require(lse.nbDims == 3, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "lseDesc has ", lse.nbDims,
-          " dimensions; the log-sum-exp tensor has 3: [B, Hq, Nq]");
-  require(lse.dtype == FFPA_DATA_TYPE_FLOAT32, FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, "lseDesc is ",
-          dataTypeName(lse.dtype), "; the log-sum-exp tensor is fp32");
-  require(lse.dims[0] == p.batch && lse.dims[1] == p.headsQ && lse.dims[2] == p.seqQ,
-          FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "lseDesc is ", dimsText(lse), "; expected [", p.batch,
-          ", ", p.headsQ, ", ", p.seqQ, "] ([B, Hq, Nq] of Q)");
+  checkLseLayout(lse, "lseDesc", p.batch, p.headsQ, p.seqQ, "[B, Hq, Nq] of Q");
   p.hasLse = true;
   p.lse = stridesOf(lse);
 }
@@ -120,6 +132,19 @@ AttentionProblem backwardProblem(const AttentionSettings& attn, const BackwardLa
   p.dk = stridesOf(*t.dk);
   p.dv = stridesOf(*t.dv);
   return p;
+}
+
+void copyProblemSizes(const AttentionProblem& problem, ProblemSizes& p) {
+  p.batch = static_cast<int32_t>(problem.batch);
+  p.headsQ = static_cast<int32_t>(problem.headsQ);
+  p.groupSize = static_cast<int32_t>(problem.groupSize());
+  p.seqQ = static_cast<int32_t>(problem.seqQ);
+  p.seqKv = static_cast<int32_t>(problem.seqKv);
+  p.headDimQk = static_cast<int32_t>(problem.headDimQk);
+  p.headDimV = static_cast<int32_t>(problem.headDimV);
+  p.causal = problem.causal != FFPA_CAUSAL_NONE;
+  p.causalOffset = problem.causalOffset();
+  p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);  // log2(e)
 }
 
 double forwardFlops(const AttentionProblem& p) {

@@ -3,6 +3,7 @@
 // passed at launch).
 #pragma once
 
+#include "common/problem_sizes.h"
 #include "core/descriptors.h"
 
 #include <array>
@@ -20,6 +21,15 @@ using Strides = std::array<int64_t, 4>;  // elements, in [B, H, N, D] order (LSE
 Strides stridesOf(const TensorLayout& t);
 // "[2, 8, 100, 512]", for messages.
 std::string dimsText(const TensorLayout& t);
+
+// Checks shared by the calls' descriptors; each throws ffpa::Error naming `name`.
+// An attention tensor [B, H, N, D]: 4 dimensions,
+void requireFourDims(const TensorLayout& t, const char* name);
+// and D contiguous.
+void requireUnitStrideD(const TensorLayout& t, const char* name);
+// A log-sum-exp tensor: fp32 [b, h, n]; `origin` says where the expected shape comes from.
+void checkLseLayout(const TensorLayout& lse, const char* name, int64_t b, int64_t h, int64_t n,
+                    const char* origin);
 
 struct AttentionProblem {
   Direction direction = Direction::Forward;
@@ -44,20 +54,10 @@ struct AttentionProblem {
   }
 };
 
-// Copies what every kernel's parameters carry under the same names: sizes (as the kernels' 32-bit
-// fields; the planners refuse larger problems before), the causal mask, and the softmax scale in
-// log2 units (the kernels exponentiate with exp2).
-template <class KernelParams>
-void copyProblemSizes(const AttentionProblem& problem, KernelParams& p) {
-  p.batch = static_cast<int32_t>(problem.batch);
-  p.headsQ = static_cast<int32_t>(problem.headsQ);
-  p.groupSize = static_cast<int32_t>(problem.groupSize());
-  p.seqQ = static_cast<int32_t>(problem.seqQ);
-  p.seqKv = static_cast<int32_t>(problem.seqKv);
-  p.causal = problem.causal != FFPA_CAUSAL_NONE;
-  p.causalOffset = problem.causalOffset();
-  p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);  // log2(e)
-}
+// Fills what every kernel's parameters begin with (kernels/common/problem_sizes.h): sizes (as the
+// kernels' 32-bit fields; the planners refuse larger problems before), the causal mask, and the
+// softmax scale in log2 units (the kernels exponentiate with exp2). Not the grid layout.
+void copyProblemSizes(const AttentionProblem& problem, ProblemSizes& p);
 
 // The descriptors of a forward call (lse may be nullptr). Throws ffpa::Error naming the
 // descriptor argument that is wrong.

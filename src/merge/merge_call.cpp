@@ -7,22 +7,12 @@ namespace ffpa {
 namespace {
 
 void checkOutputLike(const TensorLayout& t, const char* name) {
-  require(t.nbDims == 4, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " has ", t.nbDims,
-          " dimensions; attention outputs have 4: [B, H, N, D]");
-  require(t.dims[3] == 1 || t.strides[3] == 1, FFPA_STATUS_BAD_PARAM_STRIDE, name,
-          ": the stride of D (the last dimension) is ", t.strides[3], "; it must be 1");
+  requireFourDims(t, name);
+  requireUnitStrideD(t, name);
 }
 
 void checkLseLike(const TensorLayout& t, const char* name, const TensorLayout& partialO) {
-  require(t.nbDims == 3, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " has ", t.nbDims,
-          " dimensions; a log-sum-exp tensor has 3: [B, H, N]");
-  require(t.dtype == FFPA_DATA_TYPE_FLOAT32, FFPA_STATUS_BAD_PARAM_TYPE_MISMATCH, name, " is ",
-          dataTypeName(t.dtype), "; log-sum-exp tensors are fp32");
-  require(t.dims[0] == partialO.dims[0] && t.dims[1] == partialO.dims[1] &&
-              t.dims[2] == partialO.dims[2],
-          FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, name, " is ", dimsText(t), "; expected [",
-          partialO.dims[0], ", ", partialO.dims[1], ", ", partialO.dims[2],
-          "] ([B, H, N] of the outputs)");
+  checkLseLayout(t, name, partialO.dims[0], partialO.dims[1], partialO.dims[2], "[B, H, N] of the outputs");
 }
 
 void requireElementAligned(const void* pointer, ffpaDataType_t dtype, const char* name, int32_t index) {

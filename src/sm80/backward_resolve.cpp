@@ -155,8 +155,6 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
   }
   copyProblemSizes(problem, p);
   p.headsKv = static_cast<int32_t>(problem.headsKv);
-  p.headDimQk = static_cast<int32_t>(problem.headDimQk);
-  p.headDimV = static_cast<int32_t>(problem.headDimV);
   p.scale = problem.scale;
   p.gridDnhb = launch.gridDnhb;
   return p;

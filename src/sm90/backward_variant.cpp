@@ -130,28 +130,18 @@ class BackwardPlan final : public PlanPayload {
               "the sm80 backward row-statistics kernel launch");
     const auto* rowStats = static_cast<const float*>(args.workspace);
     if (query_ != nullptr) {
-      const QueryGradientCall call = describeQueryGradientCall(args.problem, args.tensors, rowStats, gridDnhb_);
-      QueryGradientParams q;
-      static_cast<QueryGradientArguments&>(q) = call.arguments;
-      encodeMaps(call, q);
-      void* queryArguments[] = {&q};
-      checkCuda(cudaLaunchKernel(query_->kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
-                                 queryArguments, q.sharedBytes, stream),
-                "the sm90 backward dQ kernel launch");
+      launchGradient<QueryGradientParams>(query_->kernel,
+                                          describeQueryGradientCall(args.problem, args.tensors, rowStats, gridDnhb_),
+                                          stream, "the sm90 backward dQ kernel launch");
     } else {
       checkCuda(cudaLaunchKernel(m.instance->queryGradient, dim3(m.queryGrid[0], m.queryGrid[1], m.queryGrid[2]),
                                  dim3(m.queryShape.threads()), arguments, p.queryLayout.sharedBytes, stream),
                 "the sm80 backward dQ kernel launch");
     }
     if (key_ != nullptr) {
-      const KeyGradientCall call = describeKeyGradientCall(args.problem, args.tensors, rowStats, gridDnhb_);
-      KeyGradientParams k;
-      static_cast<KeyGradientArguments&>(k) = call.arguments;
-      encodeMaps(call, k);
-      void* keyArguments[] = {&k};
-      checkCuda(cudaLaunchKernel(key_->kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
-                                 keyArguments, k.sharedBytes, stream),
-                "the sm90 backward dK/dV kernel launch");
+      launchGradient<KeyGradientParams>(key_->kernel,
+                                        describeKeyGradientCall(args.problem, args.tensors, rowStats, gridDnhb_),
+                                        stream, "the sm90 backward dK/dV kernel launch");
     } else {
       checkCuda(cudaLaunchKernel(m.instance->keyGradient, dim3(m.keyGrid[0], m.keyGrid[1], m.keyGrid[2]),
                                  dim3(m.keyShape.threads()), arguments, p.keyLayout.sharedBytes, stream),
@@ -160,12 +150,19 @@ class BackwardPlan final : public PlanPayload {
   }
 
  private:
-  template <class Call, class Params>
-  static void encodeMaps(const Call& call, Params& params) {
+  // One sm90 gradient kernel: the call's arguments, its four operand maps encoded, one launch.
+  template <class Params, class Call>
+  static void launchGradient(const void* kernel, const Call& call, cudaStream_t stream, const char* what) {
+    Params params;
+    static_cast<decltype(call.arguments)&>(params) = call.arguments;
     params.qMap = encodeTensorMap(call.maps.q);
     params.kMap = encodeTensorMap(call.maps.k);
     params.vMap = encodeTensorMap(call.maps.v);
     params.dOMap = encodeTensorMap(call.maps.dO);
+    void* arguments[] = {&params};
+    checkCuda(cudaLaunchKernel(kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads), arguments,
+                               params.sharedBytes, stream),
+              what);
   }
 
   sm80::BackwardLaunch mmaSync_;

@@ -47,8 +47,6 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
     a.lseStrides[i] = p.lse[i];
   }
   copyProblemSizes(p, a);
-  a.headDimQk = static_cast<int32_t>(p.headDimQk);
-  a.headDimV = static_cast<int32_t>(p.headDimV);
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
   call.clusterSize = clusterSizeFor(a.headDimV);

@@ -23,14 +23,12 @@ struct GradientMaps {
 };
 GradientMaps gradientMaps(const AttentionProblem& problem, const TensorArgs& tensors);
 
-// What the arguments of both gradient kernels carry alike: sizes, mask, scales, head dims, the
-// row statistics and the grid layout.
+// What the arguments of both gradient kernels carry alike: the problem's sizes, the softmax
+// scale, the row statistics and the grid layout.
 template <class GradientArguments>
 void copyGradientSizes(const AttentionProblem& problem, const float* rowStats, bool gridDnhb, GradientArguments& a) {
   copyProblemSizes(problem, a);
   a.rowStats = rowStats;
-  a.headDimQk = static_cast<int32_t>(problem.headDimQk);
-  a.headDimV = static_cast<int32_t>(problem.headDimV);
   a.scale = static_cast<float>(problem.scale);
   a.gridDnhb = gridDnhb;
 }

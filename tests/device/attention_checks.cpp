@@ -128,6 +128,10 @@ std::vector<TestCase> feature_matrix(Pass pass) {
   return cases;
 }
 
+ffpa_tools::ProblemConfig ShapeRow::config() const {
+  return ffpa_tools::make_config(ffpa_tools::attention_shape(b, hq, hkv, nq, nkv, dqk, dv, mask), dtype, layout, 0.0);
+}
+
 CpuForward cpu_forward(const DeviceProblem& problem) {
   CpuForward out;
   ffpa_tools::attention_forward(problem.config().problem, problem.q.host.to_dense(),

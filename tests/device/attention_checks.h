@@ -20,6 +20,16 @@ struct TestCase {
   std::string to_string() const;
 };
 
+// One row of a table of shapes: a problem with libffpa's default scale.
+struct ShapeRow {
+  int64_t b, hq, hkv, nq, nkv, dqk, dv;
+  ffpa_tools::CausalMask mask;
+  ffpa_tools::DType dtype;
+  ffpa_tools::LayoutKind layout;
+
+  ffpa_tools::ProblemConfig config() const;
+};
+
 // 27 random shapes that together cover every feature: each dtype with each mask and each relation
 // of Nq to Nkv (equal, fewer queries, more queries); MHA, GQA and MQA; head dims from 1 to 1024,
 // with Dqk != Dv; BHND, BNHD and padded layouts; LSE wanted or not; default and explicit scale;

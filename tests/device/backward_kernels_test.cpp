@@ -168,12 +168,7 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
   // 640); dK/dV: clusters of two up to 512 (384, 512), the mma.sync kernel above (576 / 512,
   // 640): partial last blocks, d_qk != d_v both ways, a rank with no dO / V block (d_v 64), one
   // query, more queries than keys; 128 / 512 runs the mma.sync dQ kernel and the sm90 dK/dV one.
-  const struct {
-    int64_t b, hq, hkv, nq, nkv, dqk, dv;
-    CausalMask mask;
-    DType dtype;
-    LayoutKind layout;
-  } cases[] = {
+  const ShapeRow cases[] = {
       {2, 4, 2, 333, 517, 320, 320, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
       {1, 4, 1, 700, 600, 384, 384, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
       {1, 2, 2, 129, 200, 272, 304, CausalMask::top_left, DType::bfloat16, LayoutKind::padded_aligned},
@@ -187,8 +182,7 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
   };
   uint64_t start = 53000;
   for (const auto& c : cases) {
-    const AttentionProblem shape = attention_shape(c.b, c.hq, c.hkv, c.nq, c.nkv, c.dqk, c.dv, c.mask);
-    run_fast_backward(handle, workspace, {make_config(shape, c.dtype, c.layout, 0.0), true, start++}, "sm90.backward");
+    run_fast_backward(handle, workspace, {c.config(), true, start++}, "sm90.backward");
   }
 }
 

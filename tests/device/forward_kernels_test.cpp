@@ -738,12 +738,7 @@ TEST_CASE("sm90 forward: d_v 257-1024 across tails, masks, head groups, layouts 
   // d_v that are not whole 64-column blocks, d_qk != d_v both ways, one query row, many KV tiles;
   // above 512, clusters of two CTAs (rank 1 with no d_qk block at d_qk = 64 and 48, a partial and an
   // empty V block at d_v = 528).
-  const struct {
-    int64_t b, hq, hkv, nq, nkv, dqk, dv;
-    CausalMask mask;
-    DType dtype;
-    LayoutKind layout;
-  } extra[] = {
+  const ShapeRow extra[] = {
       {1, 2, 1, 130, 200, 288, 272, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
       {2, 2, 2, 65, 65, 400, 464, CausalMask::top_left, DType::bfloat16, LayoutKind::bnhd},
       {1, 3, 3, 1, 777, 512, 496, CausalMask::none, DType::bfloat16, LayoutKind::padded_aligned},
@@ -757,9 +752,7 @@ TEST_CASE("sm90 forward: d_v 257-1024 across tails, masks, head groups, layouts 
   uint64_t start = 46000;
   for (const auto& e : extra) {
     FastCase fast_case;
-    fast_case.test = {make_config(attention_shape(e.b, e.hq, e.hkv, e.nq, e.nkv, e.dqk, e.dv, e.mask), e.dtype,
-                                  e.layout, 0.0),
-                      true, start++};
+    fast_case.test = {e.config(), true, start++};
     fast_case.accumulator = FFPA_ACCUMULATOR_F32;
     cases.push_back(fast_case);
   }

@@ -834,6 +834,150 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
 /** @} */
 
 /* ============================================================================================ */
+/** @defgroup slices Attention slices: packed sequences and flexible masks
+ *
+ * Many sequences of different lengths packed one after another into one tensor (no padding), or
+ * one long sequence with a mask more complex than causal, are described by a list of *slices*:
+ * each slice says that the queries of rows `[q0, q1)` attend to the keys `[k0, k1)` under one
+ * #ffpaSliceMask_t. Attached to an attention descriptor with ffpaSetAttentionDescriptorSlices(),
+ * the slices replace the causal mode as the mask of every forward and backward call made with it.
+ *
+ * Packed tensors are ordinary 4-D descriptors with one batch entry: `[T, H, D]` memory (token
+ * major) is Q `[1, Hq, Tq, Dqk]` with strides `{Tq*Hq*Dqk, Dqk, Hq*Dqk, 1}`, and so on for K, V, O
+ * and the gradients; log-sum-exp `[Tq, Hq]` memory is `[1, Hq, Tq]` with strides
+ * `{Tq*Hq, 1, Hq}`. (A batch of B > 1 applies the same slices to each batch entry.)
+ *
+ * Variable-length batches are one slice per sequence (ffpaSetAttentionSlicesFromOffsets() builds
+ * them from the usual offset arrays); document masks with a shared prefix, sliding windows and
+ * block-sparse patterns are several slices per query range. A query row sees the union of the keys
+ * its slices give it; slices must never give one row the same key twice (that would count the key
+ * twice in the softmax), which ffpaSetAttentionSlices() checks exactly, row by row. A row no slice
+ * gives a key gets O = 0 and LSE = -infinity, as from the forward; dQ of such a row, and dK and dV
+ * of a key no row sees, are 0.
+ *
+ * The slice list is copied to the device of the handle it was created with when it is set (a
+ * synchronous copy, like planning: not on the execute path). Attention descriptors keep the list
+ * they were given: destroying or setting the slices object afterwards does not change them. A CUDA
+ * graph captured with a descriptor reads that device copy: keep the descriptor alive, and its
+ * slices attached, as long as the graph runs.
+ *
+ * The reference path serves sliced problems in this version: the fast kernels report that they
+ * do not (see ffpaDescribeAttentionForwardPlan()).
+ *  @{ */
+
+/** How the keys of one slice are masked. With the slice's `nq = q1 - q0` queries and
+ *  `nk = k1 - k0` keys, relative query `i = row - q0` sees relative key `j = key - k0`: */
+typedef enum ffpaSliceMask FFPA_ENUM_TYPE {
+  /** always. */
+  FFPA_SLICE_MASK_FULL = 0,
+  /** when `j <= i + nk - nq`: causal with the diagonal ending at the slice's bottom-right corner
+   *  (the last query sees every key; #FFPA_CAUSAL_BOTTOM_RIGHT within the slice). */
+  FFPA_SLICE_MASK_CAUSAL = 1,
+  /** when `j >= i`: the mirror image, the diagonal starting at the top-left corner (the first
+   *  query sees every key). */
+  FFPA_SLICE_MASK_INVERSE_CAUSAL = 2,
+  /** when both hold: a band; with `nq = nk` the diagonal alone. Sliding windows are built from
+   *  this and the two above. */
+  FFPA_SLICE_MASK_BICAUSAL = 3,
+  /** @cond FFPA_INTERNAL */
+  FFPA_SLICE_MASK_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaSliceMask_t;
+
+/** The most slices one list holds (2^24). */
+#define FFPA_MAX_SLICES 16777216
+
+/** An opaque list of attention slices, bound to the device of the handle it was created with. */
+typedef struct ffpaSlicesStruct* ffpaAttentionSlices_t;
+
+/**
+ * Creates an empty slice list for the device of @p handle.
+ * @param handle      The handle; a handle from ffpaCreateForDevice() gives a list that can be
+ *                    planned with (workspace queries, plan descriptions) but not executed.
+ * @param[out] slices Receives the list; set to NULL on failure.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaCreateAttentionSlices(ffpaHandle_t handle, ffpaAttentionSlices_t* slices);
+
+/**
+ * Destroys a slice list. Attention descriptors it was attached to keep their copy.
+ * @param slices The list, or NULL (then nothing happens).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaDestroyAttentionSlices(ffpaAttentionSlices_t slices);
+
+/**
+ * Sets the slices from plain arrays (checked, then copied to the device; the arrays are not
+ * kept). Slice `i` is queries `[queryRanges[2i], queryRanges[2i+1])`, keys
+ * `[keyRanges[2i], keyRanges[2i+1])`, mask `masks[i]`.
+ * @param slices      The list.
+ * @param count       Number of slices, 1 to #FFPA_MAX_SLICES.
+ * @param queryRanges `count` pairs `[q0, q1)` with `0 <= q0 < q1`.
+ * @param keyRanges   `count` pairs `[k0, k1)` with `0 <= k0 < k1`.
+ * @param masks       `count` #ffpaSliceMask_t values, or NULL for #FFPA_SLICE_MASK_FULL on all.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a count, range or mask out of bounds (the
+ *         message names the slice); #FFPA_STATUS_BAD_PARAM when two slices give a query row the
+ *         same key (the message names both slices and the row); #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE;
+ *         #FFPA_STATUS_EXECUTION_FAILED_CUDA when the copy to the device fails. On failure the
+ *         list keeps its previous slices.
+ */
+FFPA_API ffpaStatus_t ffpaSetAttentionSlices(ffpaAttentionSlices_t slices, int32_t count,
+                                             const int32_t* queryRanges, const int32_t* keyRanges,
+                                             const int32_t* masks);
+
+/**
+ * Sets one slice per packed sequence, the variable-length batch of cumulative offsets (`cu_seqlens`):
+ * sequence `s` has queries `[queryOffsets[s], queryOffsets[s+1])` and keys
+ * `[keyOffsets[s], keyOffsets[s+1])`, all under @p mask. A sequence with no queries or no keys
+ * gets no slice.
+ * @param slices       The list.
+ * @param sequences    Number of sequences, 1 to #FFPA_MAX_SLICES.
+ * @param queryOffsets `sequences + 1` non-decreasing offsets from 0.
+ * @param keyOffsets   As many for the keys, or NULL to use @p queryOffsets (self-attention).
+ * @param mask         The mask of every sequence (#FFPA_SLICE_MASK_CAUSAL for causal language
+ *                     models: the last query of a sequence sees all of its keys).
+ * @return As ffpaSetAttentionSlices(); #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND names an offset that
+ *         decreases or does not start at 0, or a batch of sequences all empty.
+ */
+FFPA_API ffpaStatus_t ffpaSetAttentionSlicesFromOffsets(ffpaAttentionSlices_t slices,
+                                                        int32_t sequences,
+                                                        const int32_t* queryOffsets,
+                                                        const int32_t* keyOffsets,
+                                                        ffpaSliceMask_t mask);
+
+/**
+ * Facts about a slice list, each output optional (NULL skips it).
+ * @param slices            The list.
+ * @param[out] count        Number of slices.
+ * @param[out] queryExtent  One past the last query row any slice covers: Nq must be at least this.
+ * @param[out] keyExtent    One past the last key any slice covers: Nkv must be at least this.
+ * @param[out] visiblePairs Number of (query, key) pairs the slices let attend (per batch entry
+ *                          and head): the forward does `2 * visiblePairs * (Dqk + Dv)` FLOPs per
+ *                          head.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED for a list never set;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetAttentionSlicesInfo(ffpaAttentionSlices_t slices, int32_t* count,
+                                                 int64_t* queryExtent, int64_t* keyExtent,
+                                                 int64_t* visiblePairs);
+
+/**
+ * Attaches the current slices of a list to an attention descriptor (which keeps them), or
+ * detaches them.
+ * @param desc   The attention descriptor; its causal mode must stay #FFPA_CAUSAL_NONE while
+ *               slices are attached (a call with both fails with #FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS).
+ * @param slices A list that was set, or NULL to go back to the causal mode.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED for a list never set;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaSetAttentionDescriptorSlices(ffpaAttentionDescriptor_t desc,
+                                                       ffpaAttentionSlices_t slices);
+
+/** @} */
+
+/* ============================================================================================ */
 /** @defgroup execute Workspace and execution
  *
  * Shared rules of the four functions below:

@@ -8,6 +8,7 @@
 #include "core/handle.h"
 #include "core/problem.h"
 #include "core/sanity_check.h"
+#include "core/slice_table.h"
 #include "core/workspace_layout.h"
 
 #include <cstdint>
@@ -104,9 +105,12 @@ PlannedCall planBackward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
   return {context, std::move(snapshot), std::move(problem), std::move(plan)};
 }
 
-void execute(const PlannedCall& call, const TensorArgs& tensors, void* workspace) {
+void execute(const PlannedCall& call, TensorArgs tensors, void* workspace) {
   const Context& context = call.context;
   const DeviceRuntime& runtime = context.executableRuntime();
+  if (call.problem.slices != nullptr) {
+    tensors.slices = call.problem.slices->deviceView(context.device().ordinal, "attn");
+  }
   ScopedDevice device(context.device().ordinal);
   call.plan->payload->launch({call.problem, tensors, workspace, call.plan->kernelWorkspaceBytes,
                               call.snapshot.stream, runtime});

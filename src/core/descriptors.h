@@ -5,8 +5,13 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 
 namespace ffpa {
+
+namespace slices {
+class SliceTable;
+}
 
 // A checked strided tensor: dims and strides in elements, nbDims of them (3 or 4).
 struct TensorLayout {
@@ -36,6 +41,7 @@ TensorLayout makeTensorLayout(ffpaDataType_t dtype, int32_t nbDims, const int64_
 struct AttentionSettings {
   float scale = 0.0f;
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
+  std::shared_ptr<const slices::SliceTable> slices;  // the mask instead of `causal`, when set
 };
 
 void setAttentionAttribute(AttentionSettings& settings, ffpaAttentionAttribute_t attr,
@@ -60,6 +66,14 @@ struct ffpaAttentionStruct {
   static constexpr uint64_t kMagic = 0x46465041'4154544eull;  // "FFPAATTN"
   uint64_t magic = kMagic;
   ffpa::AttentionSettings settings;
+};
+
+struct ffpaSlicesStruct {
+  static constexpr uint64_t kMagic = 0x46465041'534c4943ull;  // "FFPASLIC"
+  uint64_t magic = kMagic;
+  int32_t deviceOrdinal = 0;
+  bool onDevice = false;  // made with a handle that executes: tables are copied to the device
+  std::shared_ptr<const ffpa::slices::SliceTable> table;  // null until set
 };
 
 namespace ffpa {

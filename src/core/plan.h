@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/problem.h"
+#include "core/slice_mask.h"
 #include "tuning/tuned_config.h"
 
 #include <ffpa/ffpa.h>
@@ -34,6 +35,7 @@ struct TensorArgs {
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
+  slices::SliceView slices;  // the device copy of the problem's slices (null `slices` if none)
 };
 
 struct LaunchArgs {

@@ -1,6 +1,7 @@
 #include "core/problem.h"
 
 #include "core/error.h"
+#include "core/slice_table.h"
 
 #include <cmath>
 
@@ -87,6 +88,18 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
           FFPA_MAX_HEAD_DIM, ")");
 
   p.causal = attn.causal;
+  if (attn.slices) {
+    require(attn.causal == FFPA_CAUSAL_NONE, FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
+            "attn has slices and FFPA_ATTENTION_CAUSAL_MODE = ", causalModeName(attn.causal),
+            "; the slices are the mask: set FFPA_CAUSAL_NONE, or detach the slices");
+    require(attn.slices->queryExtent() <= p.seqQ, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+            "attn's slices reach query row ", attn.slices->queryExtent() - 1, " but qDesc has Nq = ",
+            p.seqQ, " rows");
+    require(attn.slices->keyExtent() <= p.seqKv, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+            "attn's slices reach key ", attn.slices->keyExtent() - 1, " but kDesc has Nkv = ",
+            p.seqKv, " keys");
+    p.slices = attn.slices.get();
+  }
   p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));
   p.q = stridesOf(q);
   p.k = stridesOf(k);
@@ -151,6 +164,10 @@ double forwardFlops(const AttentionProblem& p) {
   const double full = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.headsQ) *
                       static_cast<double>(p.seqQ) * static_cast<double>(p.seqKv) *
                       static_cast<double>(p.headDimQk + p.headDimV);
+  if (p.slices != nullptr) {
+    return full / static_cast<double>(p.seqQ) / static_cast<double>(p.seqKv) *
+           static_cast<double>(p.slices->visiblePairs());
+  }
   return p.causal == FFPA_CAUSAL_NONE ? full : full / 2.0;
 }
 
@@ -161,6 +178,7 @@ std::string describe(const AttentionProblem& p) {
   return cat(p.direction == Direction::Forward ? "forward " : "backward ", dataTypeName(p.dtype),
              " B=", p.batch, " Hq=", p.headsQ, " Hkv=", p.headsKv, " Nq=", p.seqQ, " Nkv=", p.seqKv,
              " Dqk=", p.headDimQk, " Dv=", p.headDimV, " causal=", causalModeName(p.causal),
+             p.slices ? cat(" slices=", p.slices->slices().size()) : std::string(),
              p.hasLse && p.direction == Direction::Forward ? " lse" : "");
 }
 }  // namespace ffpa

@@ -12,6 +12,10 @@
 
 namespace ffpa {
 
+namespace slices {
+class SliceTable;
+}
+
 enum class Direction : int32_t { Forward = 0, Backward = 1 };
 
 using Strides = std::array<int64_t, 4>;  // elements, in [B, H, N, D] order (LSE: D unused)
@@ -42,6 +46,9 @@ struct AttentionProblem {
   int64_t headDimQk = 0;
   int64_t headDimV = 0;
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
+  // The attention slices that mask this call instead of `causal` (valid for the call; plans
+  // depend on their presence only).
+  const slices::SliceTable* slices = nullptr;
   float scale = 0.0f;  // resolved: the descriptor's, or 1/sqrt(headDimQk)
   bool hasLse = false;
   Strides q{}, k{}, v{}, o{}, lse{};  // forward and backward
@@ -79,7 +86,7 @@ struct BackwardLayouts {
 AttentionProblem backwardProblem(const AttentionSettings& attn, const BackwardLayouts& layouts);
 
 // Forward FLOPs by the usual count (2 * B * Hq * Nq * Nkv * (Dqk + Dv)), halved for causal
-// masks; the backward does 2.5 times as many.
+// masks, over the visible pairs for slices; the backward does 2.5 times as many.
 double forwardFlops(const AttentionProblem& problem);
 
 }  // namespace ffpa

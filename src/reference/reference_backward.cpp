@@ -59,7 +59,7 @@ void BackwardPlan::launch(const LaunchArgs& args) const {
   float* delta = slice<float>(ws, buffers_.delta);
   void* ltWs = slice<void>(ws, buffers_.lt);
   constexpr size_t ltBytes = kCublasLtWorkspaceBytes;
-  const CausalMask mask{p.causal, p.causalOffset()};
+  const KeyMask mask{p.causal, p.causalOffset(), t.slices};
 
   for (int64_t u0 = 0; u0 < chunks_.units; u0 += chunks_.unitsPerChunk) {
     ChunkGeometry chunk{u0, std::min(chunks_.unitsPerChunk, chunks_.units - u0), p.headsKv,

@@ -57,7 +57,7 @@ void ForwardPlan::launch(const LaunchArgs& args) const {
   float* scores = slice<float>(ws, buffers_.scores);
   float* out = slice<float>(ws, buffers_.out);
   void* ltWorkspace = slice<void>(ws, buffers_.lt);
-  const CausalMask mask{p.causal, p.causalOffset()};
+  const KeyMask mask{p.causal, p.causalOffset(), t.slices};
 
   for (int64_t u0 = 0; u0 < chunks_.units; u0 += chunks_.unitsPerChunk) {
     ChunkGeometry chunk{u0, std::min(chunks_.unitsPerChunk, chunks_.units - u0), p.headsKv,

@@ -37,10 +37,25 @@ __device__ inline RowCoord queryRow(const ChunkGeometry& g, int64_t rho) {
   return {b, kvHead * g.group + j, g.firstRow + (inUnit - j * g.rows)};
 }
 
-// Number of keys query n sees: all of them, or those on or left of the causal diagonal.
-__device__ inline int64_t visibleKeys(const CausalMask& mask, int64_t n, int64_t seqKv) {
-  if (mask.mode == FFPA_CAUSAL_NONE) return seqKv;
-  return max(int64_t{0}, min(seqKv, n + mask.offset + 1));
+// The keys query n may see lie in [begin, end): all of them, those on or left of the causal
+// diagonal, or the hull of what its slices give it (then `sees` decides key by key).
+struct RowKeys {
+  slices::KeySpan span;
+  int32_t segment;
+};
+
+__device__ inline RowKeys rowKeys(const KeyMask& mask, int64_t n, int64_t seqKv) {
+  if (mask.slices.slices != nullptr) {
+    const int32_t segment = slices::segmentOf(mask.slices, n);
+    return {slices::keyHull(mask.slices, segment, n), segment};
+  }
+  if (mask.mode == FFPA_CAUSAL_NONE) return {{0, seqKv}, -1};
+  return {{0, max(int64_t{0}, min(seqKv, n + mask.offset + 1))}, -1};
+}
+
+__device__ inline bool sees(const KeyMask& mask, const RowKeys& row, int64_t n, int64_t j) {
+  if (j < row.span.begin || j >= row.span.end) return false;
+  return mask.slices.slices == nullptr || slices::sees(mask.slices, row.segment, n, j);
 }
 
 __device__ inline int64_t gridStart() { return blockIdx.x * int64_t{blockDim.x} + threadIdx.x; }
@@ -117,30 +132,38 @@ __global__ void scatterUnitRowsKernel(const float* src, T* dst, Stride4 s, Chunk
 
 // One block per row: max, sum of exponentials, normalization; fp32 throughout with expf/logf
 // (the reference is built without fast math).
-__global__ void softmaxRowsKernel(float* scores, ChunkGeometry g, int64_t seqKv, CausalMask mask,
+__global__ void softmaxRowsKernel(float* scores, ChunkGeometry g, int64_t seqKv, KeyMask mask,
                                   float* lse, Stride4 ls) {
   const int64_t rows = g.units * g.group * g.rows;
   for (int64_t rho = blockIdx.x; rho < rows; rho += gridDim.x) {
     float* row = scores + rho * seqKv;
     const RowCoord c = queryRow(g, rho);
-    const int64_t visible = visibleKeys(mask, c.n, seqKv);
+    const RowKeys keys = rowKeys(mask, c.n, seqKv);
     float rowMax = -INFINITY;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) rowMax = fmaxf(rowMax, row[j]);
+    float visible = 0.0f;  // a count, only ever compared with 0
+    for (int64_t j = keys.span.begin + threadIdx.x; j < keys.span.end; j += blockDim.x) {
+      if (!sees(mask, keys, c.n, j)) continue;
+      rowMax = fmaxf(rowMax, row[j]);
+      visible += 1.0f;
+    }
     rowMax = blockReduce(rowMax, MaxOp{});
+    visible = blockReduce(visible, SumOp{});
     float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += expf(row[j] - rowMax);
+    for (int64_t j = keys.span.begin + threadIdx.x; j < keys.span.end; j += blockDim.x) {
+      if (sees(mask, keys, c.n, j)) sum += expf(row[j] - rowMax);
+    }
     sum = blockReduce(sum, SumOp{});
-    const float inverse = visible > 0 ? 1.0f / sum : 0.0f;
+    const float inverse = visible > 0.0f ? 1.0f / sum : 0.0f;
     for (int64_t j = threadIdx.x; j < seqKv; j += blockDim.x) {
-      row[j] = j < visible ? expf(row[j] - rowMax) * inverse : 0.0f;
+      row[j] = sees(mask, keys, c.n, j) ? expf(row[j] - rowMax) * inverse : 0.0f;
     }
     if (lse != nullptr && threadIdx.x == 0) {
-      lse[c.b * ls.b + c.h * ls.h + c.n * ls.n] = visible > 0 ? rowMax + logf(sum) : -INFINITY;
+      lse[c.b * ls.b + c.h * ls.h + c.n * ls.n] = visible > 0.0f ? rowMax + logf(sum) : -INFINITY;
     }
   }
 }
 
-__global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64_t seqKv, CausalMask mask,
+__global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64_t seqKv, KeyMask mask,
                                            const float* lse, Stride4 ls) {
   const int64_t total = g.units * g.group * g.rows * seqKv;
   for (int64_t i = gridStart(); i < total; i += gridStep()) {
@@ -148,7 +171,7 @@ __global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64
     const int64_t j = i - rho * seqKv;
     const RowCoord c = queryRow(g, rho);
     const float rowLse = lse[c.b * ls.b + c.h * ls.h + c.n * ls.n];
-    const bool visible = j < visibleKeys(mask, c.n, seqKv) && rowLse != -INFINITY;
+    const bool visible = rowLse != -INFINITY && sees(mask, rowKeys(mask, c.n, seqKv), c.n, j);
     scores[i] = visible ? expf(scores[i] - rowLse) : 0.0f;
   }
 }
@@ -223,14 +246,14 @@ void scatterUnitRows(const float* src, const MutableDeviceTensor& dst, const Chu
   });
 }
 
-void softmaxRows(float* scores, const ChunkGeometry& chunk, int64_t seqKv, CausalMask mask,
+void softmaxRows(float* scores, const ChunkGeometry& chunk, int64_t seqKv, KeyMask mask,
                  float* lse, const Strides& lseStrides, cudaStream_t stream) {
   launchKernel("softmaxRowsKernel", softmaxRowsKernel, rowBlocks(stackedRows(chunk)), kThreads,
                stream, scores, chunk, seqKv, mask, lse, plain(lseStrides));
 }
 
 void probabilitiesFromLse(float* scores, const ChunkGeometry& chunk, int64_t seqKv,
-                          CausalMask mask, const float* lse, const Strides& lseStrides,
+                          KeyMask mask, const float* lse, const Strides& lseStrides,
                           cudaStream_t stream) {
   launchKernel("probabilitiesFromLseKernel", probabilitiesFromLseKernel,
                elementwiseBlocks(stackedRows(chunk) * seqKv), kThreads, stream, scores, chunk, seqKv,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/problem.h"
+#include "core/slice_mask.h"
 
 #include <cuda_runtime.h>
 
@@ -38,10 +39,12 @@ struct ChunkGeometry {
 
 inline int64_t stackedRows(const ChunkGeometry& g) { return g.units * g.group * g.rows; }
 
-// Query i sees key j iff mode is FFPA_CAUSAL_NONE or j <= i + offset.
-struct CausalMask {
+// Which keys a query sees: with slices (a device view), those the slices give it; otherwise
+// query i sees key j iff mode is FFPA_CAUSAL_NONE or j <= i + offset.
+struct KeyMask {
   ffpaCausalMode_t mode;
   int64_t offset;
+  slices::SliceView slices;
 };
 
 // Q or dO rows of the chunk -> fp32 [stacked rows, dim].
@@ -60,11 +63,11 @@ void scatterUnitRows(const float* src, const MutableDeviceTensor& dst, const Chu
 // In place, per stacked row of already scaled scores [stacked rows, seqKv]: P = softmax over the
 // visible keys, 0 elsewhere; writes LSE (natural log; -inf for a row that sees no key) when
 // `lse` is not null.
-void softmaxRows(float* scores, const ChunkGeometry& chunk, int64_t seqKv, CausalMask mask,
+void softmaxRows(float* scores, const ChunkGeometry& chunk, int64_t seqKv, KeyMask mask,
                  float* lse, const Strides& lseStrides, cudaStream_t stream);
 // In place: P = exp(S - LSE) on visible keys, 0 elsewhere, from the forward's LSE.
 void probabilitiesFromLse(float* scores, const ChunkGeometry& chunk, int64_t seqKv,
-                          CausalMask mask, const float* lse, const Strides& lseStrides,
+                          KeyMask mask, const float* lse, const Strides& lseStrides,
                           cudaStream_t stream);
 // delta[rho] = sum_d O[rho, d] * dO[rho, d] over the chunk's rows.
 void rowDotProducts(const DeviceTensor& o, const DeviceTensor& dO, const ChunkGeometry& chunk,

@@ -174,6 +174,13 @@ int64_t nonzero_in_rows(const HostTensor& tensor, const std::function<bool(int64
   return count;
 }
 
+// Per query row: whether it sees no key at all.
+std::vector<bool> masked_queries(const AttentionProblem& p) {
+  std::vector<bool> masked(static_cast<size_t>(p.seq_q));
+  for (int64_t row = 0; row < p.seq_q; ++row) masked[static_cast<size_t>(row)] = p.sees_no_key(row);
+  return masked;
+}
+
 void check_gaps(const std::string& context, const std::string& name, const HostTensor& tensor) {
   CHECK_MESSAGE(tensor.gaps_untouched(),
                 context << ": " << name << " was written outside its elements (layout gaps)");
@@ -183,7 +190,8 @@ void check_gaps(const std::string& context, const std::string& name, const HostT
 
 void check_masked_rows(const std::string& context, const DeviceProblem& problem, bool with_lse) {
   const AttentionProblem& p = problem.config().problem;
-  const auto masked_query = [&](int64_t row) { return p.visible_keys(row) == 0; };
+  const std::vector<bool> masked = masked_queries(p);
+  const auto masked_query = [&](int64_t row) { return masked[static_cast<size_t>(row)]; };
   CHECK_MESSAGE(nonzero_in_rows(problem.o.host, masked_query) == 0,
                 context << ": O of a query that sees no key must be exactly 0");
   if (!with_lse) return;
@@ -242,10 +250,11 @@ void check_backward_outputs(const std::string& context, const DeviceProblem& pro
     check_gaps(context, gradient.name, gradient.actual);
   }
 
-  // Visibility grows with the row, so the last query sees every key any query sees.
-  const int64_t seen_keys = p.visible_keys(p.seq_q - 1);
-  const auto masked_query = [&](int64_t row) { return p.visible_keys(row) == 0; };
-  const auto unseen_key = [&](int64_t key) { return key >= seen_keys; };
+  const std::vector<bool> masked = masked_queries(p);
+  std::vector<bool> unseen(static_cast<size_t>(p.seq_kv));
+  for (int64_t key = 0; key < p.seq_kv; ++key) unseen[static_cast<size_t>(key)] = p.seen_by_no_query(key);
+  const auto masked_query = [&](int64_t row) { return masked[static_cast<size_t>(row)]; };
+  const auto unseen_key = [&](int64_t key) { return unseen[static_cast<size_t>(key)]; };
   CHECK_MESSAGE(nonzero_in_rows(problem.dq.host, masked_query) == 0,
                 context << ": dQ of a query that sees no key must be exactly 0");
   CHECK_MESSAGE(nonzero_in_rows(problem.dk.host, unseen_key) == 0,
@@ -259,6 +268,7 @@ void run_and_check(const ffpa_tools::Handle& handle, ffpa_tools::Workspace& work
   const std::string context = test.to_string();
   INFO(context);
   DeviceProblem problem(test.config);
+  problem.attach_slices(handle);
   problem.fill_inputs(test.start);
   // The backward needs the LSE of the forward.
   const bool with_lse = test.with_lse || checked != Checked::forward;

@@ -22,25 +22,47 @@ void add_scaled(double* out, double factor, const double* x, int64_t n) {
 }
 
 // The softmax of one query row over the keys it sees (and the sink, when finite):
-//   p[j] = exp(scale * q . k_j - lse) for j < visible_keys(row), 0 for the masked keys.
+//   p[j] = times_seen(row, j) * exp(scale * q . k_j - lse), 0 for the masked keys.
 // p has Nkv entries. Returns lse, or -inf (and p all 0) for a fully masked row without a sink.
 double row_probabilities(const AttentionProblem& problem, int64_t row, const double* q_row,
                          const double* k_head, std::vector<double>& p, double sink) {
-  const int64_t visible = problem.visible_keys(row);
   p.assign(static_cast<size_t>(problem.seq_kv), 0.0);
-  if (visible == 0) return sink;
+  std::vector<int> seen(static_cast<size_t>(problem.seq_kv));
+  bool any = false;
+  for (int64_t j = 0; j < problem.seq_kv; ++j) {
+    seen[j] = problem.times_seen(row, j);
+    any = any || seen[j] > 0;
+  }
+  if (!any) return sink;
   double max_score = sink;
-  for (int64_t j = 0; j < visible; ++j) {
+  for (int64_t j = 0; j < problem.seq_kv; ++j) {
+    if (seen[j] == 0) continue;
     p[j] = problem.scale * dot(q_row, k_head + j * problem.dim_qk, problem.dim_qk);
     max_score = std::max(max_score, p[j]);
   }
   double sum = sink == kMinusInfinity ? 0.0 : std::exp(sink - max_score);
-  for (int64_t j = 0; j < visible; ++j) {
-    p[j] = std::exp(p[j] - max_score);
+  for (int64_t j = 0; j < problem.seq_kv; ++j) {
+    if (seen[j] == 0) continue;
+    p[j] = seen[j] * std::exp(p[j] - max_score);
     sum += p[j];
   }
-  for (int64_t j = 0; j < visible; ++j) p[j] /= sum;
+  for (double& value : p) value /= sum;
   return max_score + std::log(sum);
+}
+
+bool slice_sees(const Slice& s, int64_t row, int64_t key) {
+  if (row < s.q0 || row >= s.q1 || key < s.k0 || key >= s.k1) return false;
+  const int64_t i = row - s.q0;
+  const int64_t j = key - s.k0;
+  const bool causal = j <= i + (s.k1 - s.k0) - (s.q1 - s.q0);
+  const bool inverse = j >= i;
+  switch (s.mask) {
+    case 0: return true;
+    case 1: return causal;
+    case 2: return inverse;
+    case 3: return causal && inverse;
+    default: throw std::invalid_argument("cpu attention: slice mask must be 0..3");
+  }
 }
 
 // Offset of the [N, D] block of (batch, head) in a dense [B, H, N, D] tensor.
@@ -111,11 +133,33 @@ int64_t AttentionProblem::visible_keys(int64_t row) const {
   return std::clamp<int64_t>(last_visible + 1, 0, seq_kv);
 }
 
+int AttentionProblem::times_seen(int64_t row, int64_t key) const {
+  if (slices.empty()) return key < visible_keys(row) ? 1 : 0;
+  int times = 0;
+  for (const Slice& s : slices) times += slice_sees(s, row, key) ? 1 : 0;
+  return times;
+}
+
+bool AttentionProblem::sees_no_key(int64_t row) const {
+  for (int64_t key = 0; key < seq_kv; ++key) {
+    if (times_seen(row, key) > 0) return false;
+  }
+  return true;
+}
+
+bool AttentionProblem::seen_by_no_query(int64_t key) const {
+  for (int64_t row = 0; row < seq_q; ++row) {
+    if (times_seen(row, key) > 0) return false;
+  }
+  return true;
+}
+
 std::string AttentionProblem::to_string() const {
   std::ostringstream text;
   text << "B=" << batch << " Hq=" << heads_q << " Hkv=" << heads_kv << " Nq=" << seq_q
        << " Nkv=" << seq_kv << " Dqk=" << dim_qk << " Dv=" << dim_v
        << " causal=" << causal_name(causal) << " scale=" << scale;
+  if (!slices.empty()) text << " slices=" << slices.size();
   return text.str();
 }
 
@@ -124,8 +168,8 @@ double attention_row(const AttentionProblem& problem, int64_t row, const double*
   std::vector<double> p;
   const double lse = row_probabilities(problem, row, q_row, k_head, p, sink);
   std::fill(o_row, o_row + problem.dim_v, 0.0);
-  for (int64_t j = 0; j < problem.visible_keys(row); ++j) {
-    add_scaled(o_row, p[j], v_head + j * problem.dim_v, problem.dim_v);
+  for (int64_t j = 0; j < problem.seq_kv; ++j) {
+    if (p[j] != 0.0) add_scaled(o_row, p[j], v_head + j * problem.dim_v, problem.dim_v);
   }
   return lse;
 }
@@ -140,16 +184,17 @@ double attention_row_backward(const AttentionProblem& problem, int64_t row, cons
   // A sink is one more score with a value of 0: its dP is 0, so dS_sink = -p_sink delta.
   std::vector<double> p;
   const double lse = row_probabilities(problem, row, q_row, k_head, p, sink);
-  const int64_t visible = problem.visible_keys(row);
   std::vector<double> dp(static_cast<size_t>(problem.seq_kv), 0.0);
   double delta = 0.0;
-  for (int64_t j = 0; j < visible; ++j) {
+  for (int64_t j = 0; j < problem.seq_kv; ++j) {
+    if (p[j] == 0.0) continue;
     dp[j] = dot(do_row, v_head + j * problem.dim_v, problem.dim_v);
     delta += p[j] * dp[j];
   }
   if (o_row) delta = dot(do_row, o_row, problem.dim_v);
   std::fill(dq_row, dq_row + problem.dim_qk, 0.0);
-  for (int64_t j = 0; j < visible; ++j) {
+  for (int64_t j = 0; j < problem.seq_kv; ++j) {
+    if (p[j] == 0.0) continue;  // masked (an underflowed probability adds nothing either)
     const double ds = p[j] * (dp[j] - delta);
     add_scaled(dq_row, problem.scale * ds, k_head + j * problem.dim_qk, problem.dim_qk);
     if (dk_head)

@@ -24,6 +24,14 @@ enum class CausalMask {
 const char* causal_name(CausalMask mask);  // "none", "top-left", "bottom-right"
 bool parse_causal(const std::string& name, CausalMask* mask);
 
+// One attention slice (the `slices` group of ffpa/ffpa.h): queries [q0, q1) see keys [k0, k1)
+// under `mask`, with i = row - q0, j = key - k0, nq = q1 - q0, nk = k1 - k0:
+//   0 full (always), 1 causal (j <= i + nk - nq), 2 inverse-causal (j >= i), 3 bi-causal (both).
+struct Slice {
+  int64_t q0, q1, k0, k1;
+  int mask;
+};
+
 struct AttentionProblem {
   int64_t batch = 1;
   int64_t heads_q = 1;
@@ -38,12 +46,20 @@ struct AttentionProblem {
   // with no value (ffpaAttentionApplySinks). Empty: no sinks.
   std::vector<double> sinks;
 
+  // Attention slices: when not empty, the mask instead of `causal`; a row sees every key a slice
+  // gives it (a key given twice counts twice, as the formula says: libffpa rejects such lists).
+  std::vector<Slice> slices;
+
   // The sink logit of a query head; -inf (no sink) when there are none.
   double sink_of(int64_t query_head) const;
 
   int64_t kv_head_of(int64_t query_head) const { return query_head / (heads_q / heads_kv); }
-  // Query `row` sees keys [0, visible_keys(row)); 0 means a fully masked row.
+  // Without slices, query `row` sees keys [0, visible_keys(row)); 0 means a fully masked row.
   int64_t visible_keys(int64_t row) const;
+  // How many times query `row` sees `key` (0 or 1 but for doubled slices), any mask.
+  int times_seen(int64_t row, int64_t key) const;
+  bool sees_no_key(int64_t row) const;
+  bool seen_by_no_query(int64_t key) const;
   std::string to_string() const;  // "B=1 Hq=4 Hkv=2 Nq=7 Nkv=100 Dqk=40 Dv=24 causal=none ..."
 };
 

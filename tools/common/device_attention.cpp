@@ -173,6 +173,26 @@ AttentionDescriptor::~AttentionDescriptor() {
   ffpaDestroyAttentionDescriptor(desc_);
 }
 
+AttentionSlices::AttentionSlices(const Handle& handle, const std::vector<Slice>& slices) {
+  std::vector<int32_t> queries, keys, masks;
+  for (const Slice& slice : slices) {
+    queries.insert(queries.end(), {static_cast<int32_t>(slice.q0), static_cast<int32_t>(slice.q1)});
+    keys.insert(keys.end(), {static_cast<int32_t>(slice.k0), static_cast<int32_t>(slice.k1)});
+    masks.push_back(slice.mask);
+  }
+  check(ffpaCreateAttentionSlices(handle.get(), &slices_), "ffpaCreateAttentionSlices");
+  try {
+    check(ffpaSetAttentionSlices(slices_, static_cast<int32_t>(slices.size()), queries.data(),
+                                 keys.data(), masks.data()),
+          "ffpaSetAttentionSlices");
+  } catch (...) {
+    ffpaDestroyAttentionSlices(slices_);
+    throw;
+  }
+}
+
+AttentionSlices::~AttentionSlices() { ffpaDestroyAttentionSlices(slices_); }
+
 // --- Tensors and problems
 // -------------------------------------------------------------------------
 
@@ -225,6 +245,13 @@ DeviceProblem::DeviceProblem(const ProblemConfig& c)
       dk(c.dtype, k.host.layout()),
       dv(c.dtype, v.host.layout()),
       config_(c) {}
+
+void DeviceProblem::attach_slices(const Handle& handle) {
+  if (config_.problem.slices.empty()) return;
+  slices_ = std::make_unique<AttentionSlices>(handle, config_.problem.slices);
+  check(ffpaSetAttentionDescriptorSlices(attention.get(), slices_->get()),
+        "ffpaSetAttentionDescriptorSlices");
+}
 
 void DeviceProblem::fill_inputs(uint64_t start) {
   Random random(start);

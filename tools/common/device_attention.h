@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -126,6 +127,19 @@ class AttentionDescriptor {
   ffpaAttentionDescriptor_t desc_ = nullptr;
 };
 
+// A slice list (ffpaCreateAttentionSlices on a handle) set from CPU-attention slices.
+class AttentionSlices {
+ public:
+  AttentionSlices(const Handle& handle, const std::vector<Slice>& slices);
+  ~AttentionSlices();
+  AttentionSlices(const AttentionSlices&) = delete;
+  AttentionSlices& operator=(const AttentionSlices&) = delete;
+  ffpaAttentionSlices_t get() const { return slices_; }
+
+ private:
+  ffpaAttentionSlices_t slices_ = nullptr;
+};
+
 // One tensor three ways: its host bytes, its libffpa descriptor, its device memory.
 struct DeviceTensor {
   DeviceTensor(DType type, const TensorLayout& layout);
@@ -182,11 +196,16 @@ class DeviceProblem {
   void forward(const Handle& handle, Workspace& workspace, bool with_lse);
   void backward(const Handle& handle, Workspace& workspace);  // the same for dQ, dK, dV
 
+  // Attaches the problem's slices (config().problem.slices) to `attention`, made on `handle`'s
+  // device. Needed once before calls when there are slices; nothing happens when there are none.
+  void attach_slices(const Handle& handle);
+
   AttentionDescriptor attention;
   DeviceTensor q, k, v, o, lse, d_o, dq, dk, dv;
 
  private:
   ProblemConfig config_;
+  std::unique_ptr<AttentionSlices> slices_;
 };
 
 }  // namespace ffpa_tools

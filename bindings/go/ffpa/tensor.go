@@ -96,8 +96,10 @@ const (
 type AttentionDesc struct {
 	// Scale multiplies Q·Kᵀ before the softmax; 0 means 1/sqrt(Dqk).
 	Scale float32
-	// Causal is the mask.
+	// Causal is the mask, unless Slices is set (Causal must then be CausalNone).
 	Causal CausalMode
+	// Slices, when not nil, is the mask: attention slices over packed sequences.
+	Slices *AttentionSlices
 }
 
 // descriptors holds the C descriptors of one call, so that every one is
@@ -167,5 +169,11 @@ func (s *descriptors) attention(a *AttentionDesc) (C.ffpaAttentionDescriptor_t, 
 	}
 	mode := C.int32_t(a.Causal)
 	st := C.ffpaSetAttentionAttribute(s.attn, C.FFPA_ATTENTION_CAUSAL_MODE, unsafe.Pointer(&mode), C.size_t(unsafe.Sizeof(mode)))
-	return s.attn, errorOf(st)
+	if err := errorOf(st); err != nil || a.Slices == nil {
+		return s.attn, err
+	}
+	if a.Slices.s == nil {
+		return nil, &Error{Status: StatusBadParamInvalidHandle, Message: "AttentionDesc.Slices was closed"}
+	}
+	return s.attn, errorOf(C.ffpaSetAttentionDescriptorSlices(s.attn, a.Slices.s))
 }

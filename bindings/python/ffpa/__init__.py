@@ -25,19 +25,21 @@ from ._library import HEADER_VERSION, LibraryNotFound, is_compatible, library
 from ._logging import set_log_callback
 from ._merge import apply_sinks, merge, sinks_backward
 from ._policy import PolicyInfo, knobs, policy_info
-from ._types import (MAX_HEAD_DIM, MAX_MERGE_PARTIALS, Accumulator, AutotuneMode, CausalMode,
-                     DataType, Knob, LogLevel, PolicySource, PolicyType)
+from ._slices import AttentionSlices, SlicesInfo
+from ._types import (MAX_HEAD_DIM, MAX_MERGE_PARTIALS, MAX_SLICES, Accumulator, AutotuneMode,
+                     CausalMode, DataType, Knob, LogLevel, PolicySource, PolicyType, SliceMask)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Accumulator", "ArrayView", "AttentionDesc", "AutotuneMode", "BadParamError", "CausalMode",
-    "DataType", "DeviceDesc", "ExecutionFailedError", "FfpaError", "HEADER_VERSION", "Handle",
-    "InternalError", "Knob", "LibraryNotFound", "LogLevel", "MAX_HEAD_DIM", "MAX_MERGE_PARTIALS",
-    "NotInitializedError", "NotSupportedError", "Plan", "PlanCacheStats", "PolicyInfo",
-    "PolicySource", "PolicyType", "Status", "TensorDesc", "apply_sinks", "array_view", "backward",
-    "build_info", "category", "causal_mode", "forward", "get_version", "is_compatible", "knobs",
-    "library", "merge", "policy_info", "set_log_callback", "sinks_backward", "status_name",
+    "Accumulator", "ArrayView", "AttentionDesc", "AttentionSlices", "AutotuneMode",
+    "BadParamError", "CausalMode", "DataType", "DeviceDesc", "ExecutionFailedError", "FfpaError",
+    "HEADER_VERSION", "Handle", "InternalError", "Knob", "LibraryNotFound", "LogLevel",
+    "MAX_HEAD_DIM", "MAX_MERGE_PARTIALS", "MAX_SLICES", "NotInitializedError", "NotSupportedError",
+    "Plan", "PlanCacheStats", "PolicyInfo", "PolicySource", "PolicyType", "SliceMask",
+    "SlicesInfo", "Status", "TensorDesc", "apply_sinks", "array_view", "backward", "build_info",
+    "category", "causal_mode", "forward", "get_version", "is_compatible", "knobs", "library",
+    "merge", "policy_info", "set_log_callback", "sinks_backward", "status_name",
 ]
 
 

@@ -130,5 +130,11 @@ class AttentionDesc(Owned):
     def causal(self, value):
         self._set(t.ATTENTION_CAUSAL_MODE, ctypes.c_int32(causal_mode(value)))
 
+    def set_slices(self, slices):
+        """Attaches the current list of an :class:`AttentionSlices` as the mask (the causal mode
+        must then be NONE), or detaches it with None. The descriptor keeps the list it was given:
+        later changes to ``slices``, or closing it, do not reach the descriptor."""
+        check(library().ffpaSetAttentionDescriptorSlices(self, slices))
+
     def __repr__(self):
         return f"AttentionDesc(scale={self.scale}, causal={self.causal.name})"

@@ -62,6 +62,17 @@ SIGNATURES = {
     "ffpaDestroyAttentionDescriptor": (_status, [_desc]),
     "ffpaSetAttentionAttribute": (_status, [_desc, ctypes.c_int32, _ptr, _size]),
     "ffpaGetAttentionAttribute": (_status, [_desc, ctypes.c_int32, _ptr, _size, _P(_size)]),
+    "ffpaCreateAttentionSlices": (_status, [_handle, _P(_desc)]),
+    "ffpaDestroyAttentionSlices": (_status, [_desc]),
+    "ffpaSetAttentionSlices": (
+        _status, [_desc, ctypes.c_int32, _P(ctypes.c_int32), _P(ctypes.c_int32),
+                  _P(ctypes.c_int32)]),
+    "ffpaSetAttentionSlicesFromOffsets": (
+        _status, [_desc, ctypes.c_int32, _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int32]),
+    "ffpaGetAttentionSlicesInfo": (
+        _status, [_desc, _P(ctypes.c_int32), _P(ctypes.c_int64), _P(ctypes.c_int64),
+                  _P(ctypes.c_int64)]),
+    "ffpaSetAttentionDescriptorSlices": (_status, [_desc, _desc]),
     "ffpaGetAttentionForwardWorkspaceSize": (_status, [_handle, _desc] + [_desc] * 5 + [_P(_size)]),
     "ffpaAttentionForward": (
         _status, [_handle, _desc] + [_desc, _ptr] * 5 + [_ptr, _size]),

@@ -107,6 +107,20 @@ MAX_TENSOR_DIMS = 4
 MAX_MERGE_PARTIALS = 32
 
 
+class SliceMask(enum.IntEnum):
+    """The mask of one attention slice (ffpaSliceMask_t); with ``nq``/``nk`` the slice's query
+    and key counts, relative query ``i`` sees relative key ``j``: FULL always, CAUSAL when
+    ``j <= i + nk - nq`` (bottom-right), INVERSE_CAUSAL when ``j >= i`` (top-left), BICAUSAL
+    when both hold."""
+    FULL = 0
+    CAUSAL = 1
+    INVERSE_CAUSAL = 2
+    BICAUSAL = 3
+
+
+MAX_SLICES = 1 << 24
+
+
 class DeviceDescStruct(ctypes.Structure):
     """ffpaDeviceDesc_t."""
     _fields_ = [

@@ -8,6 +8,7 @@ pub const FFPA_VERSION_PATCH: u32 = 0;
 pub const FFPA_VERSION: u32 = 100;
 pub const FFPA_MAX_HEAD_DIM: u32 = 1024;
 pub const FFPA_MAX_TENSOR_DIMS: u32 = 4;
+pub const FFPA_MAX_SLICES: u32 = 16777216;
 pub const FFPA_MAX_MERGE_PARTIALS: u32 = 32;
 extern "C" {
     #[doc = " The version of the loaded library, encoded as #FFPA_VERSION."]
@@ -1220,6 +1221,138 @@ extern "C" {
         value: *mut ::std::os::raw::c_void,
         size: usize,
         sizeWritten: *mut usize,
+    ) -> ffpaStatus_t;
+}
+impl ffpaSliceMask {
+    #[doc = " always."]
+    pub const FFPA_SLICE_MASK_FULL: ffpaSliceMask = ffpaSliceMask(0);
+}
+impl ffpaSliceMask {
+    #[doc = " when `j <= i + nk - nq`: causal with the diagonal ending at the slice's bottom-right corner"]
+    #[doc = "  (the last query sees every key; #FFPA_CAUSAL_BOTTOM_RIGHT within the slice)."]
+    pub const FFPA_SLICE_MASK_CAUSAL: ffpaSliceMask = ffpaSliceMask(1);
+}
+impl ffpaSliceMask {
+    #[doc = " when `j >= i`: the mirror image, the diagonal starting at the top-left corner (the first"]
+    #[doc = "  query sees every key)."]
+    pub const FFPA_SLICE_MASK_INVERSE_CAUSAL: ffpaSliceMask = ffpaSliceMask(2);
+}
+impl ffpaSliceMask {
+    #[doc = " when both hold: a band; with `nq = nk` the diagonal alone. Sliding windows are built from"]
+    #[doc = "  this and the two above."]
+    pub const FFPA_SLICE_MASK_BICAUSAL: ffpaSliceMask = ffpaSliceMask(3);
+}
+impl ffpaSliceMask {
+    #[doc = " @cond FFPA_INTERNAL"]
+    pub const FFPA_SLICE_MASK_FORCE_INT32: ffpaSliceMask = ffpaSliceMask(2147483647);
+}
+#[repr(transparent)]
+#[doc = " How the keys of one slice are masked. With the slice's `nq = q1 - q0` queries and"]
+#[doc = "  `nk = k1 - k0` keys, relative query `i = row - q0` sees relative key `j = key - k0`:"]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct ffpaSliceMask(pub ::std::os::raw::c_uint);
+#[doc = " How the keys of one slice are masked. With the slice's `nq = q1 - q0` queries and"]
+#[doc = "  `nk = k1 - k0` keys, relative query `i = row - q0` sees relative key `j = key - k0`:"]
+pub use self::ffpaSliceMask as ffpaSliceMask_t;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct ffpaSlicesStruct {
+    _unused: [u8; 0],
+}
+#[doc = " An opaque list of attention slices, bound to the device of the handle it was created with."]
+pub type ffpaAttentionSlices_t = *mut ffpaSlicesStruct;
+extern "C" {
+    #[doc = " Creates an empty slice list for the device of @p handle."]
+    #[doc = " @param handle      The handle; a handle from ffpaCreateForDevice() gives a list that can be"]
+    #[doc = "                    planned with (workspace queries, plan descriptions) but not executed."]
+    #[doc = " @param[out] slices Receives the list; set to NULL on failure."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaCreateAttentionSlices(
+        handle: ffpaHandle_t,
+        slices: *mut ffpaAttentionSlices_t,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Destroys a slice list. Attention descriptors it was attached to keep their copy."]
+    #[doc = " @param slices The list, or NULL (then nothing happens)."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaDestroyAttentionSlices(slices: ffpaAttentionSlices_t) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Sets the slices from plain arrays (checked, then copied to the device; the arrays are not"]
+    #[doc = " kept). Slice `i` is queries `[queryRanges[2i], queryRanges[2i+1])`, keys"]
+    #[doc = " `[keyRanges[2i], keyRanges[2i+1])`, mask `masks[i]`."]
+    #[doc = " @param slices      The list."]
+    #[doc = " @param count       Number of slices, 1 to #FFPA_MAX_SLICES."]
+    #[doc = " @param queryRanges `count` pairs `[q0, q1)` with `0 <= q0 < q1`."]
+    #[doc = " @param keyRanges   `count` pairs `[k0, k1)` with `0 <= k0 < k1`."]
+    #[doc = " @param masks       `count` #ffpaSliceMask_t values, or NULL for #FFPA_SLICE_MASK_FULL on all."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a count, range or mask out of bounds (the"]
+    #[doc = "         message names the slice); #FFPA_STATUS_BAD_PARAM when two slices give a query row the"]
+    #[doc = "         same key (the message names both slices and the row); #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE;"]
+    #[doc = "         #FFPA_STATUS_EXECUTION_FAILED_CUDA when the copy to the device fails. On failure the"]
+    #[doc = "         list keeps its previous slices."]
+    pub fn ffpaSetAttentionSlices(
+        slices: ffpaAttentionSlices_t,
+        count: i32,
+        queryRanges: *const i32,
+        keyRanges: *const i32,
+        masks: *const i32,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Sets one slice per packed sequence, the variable-length batch of cumulative offsets (`cu_seqlens`):"]
+    #[doc = " sequence `s` has queries `[queryOffsets[s], queryOffsets[s+1])` and keys"]
+    #[doc = " `[keyOffsets[s], keyOffsets[s+1])`, all under @p mask. A sequence with no queries or no keys"]
+    #[doc = " gets no slice."]
+    #[doc = " @param slices       The list."]
+    #[doc = " @param sequences    Number of sequences, 1 to #FFPA_MAX_SLICES."]
+    #[doc = " @param queryOffsets `sequences + 1` non-decreasing offsets from 0."]
+    #[doc = " @param keyOffsets   As many for the keys, or NULL to use @p queryOffsets (self-attention)."]
+    #[doc = " @param mask         The mask of every sequence (#FFPA_SLICE_MASK_CAUSAL for causal language"]
+    #[doc = "                     models: the last query of a sequence sees all of its keys)."]
+    #[doc = " @return As ffpaSetAttentionSlices(); #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND names an offset that"]
+    #[doc = "         decreases or does not start at 0, or a batch of sequences all empty."]
+    pub fn ffpaSetAttentionSlicesFromOffsets(
+        slices: ffpaAttentionSlices_t,
+        sequences: i32,
+        queryOffsets: *const i32,
+        keyOffsets: *const i32,
+        mask: ffpaSliceMask_t,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Facts about a slice list, each output optional (NULL skips it)."]
+    #[doc = " @param slices            The list."]
+    #[doc = " @param[out] count        Number of slices."]
+    #[doc = " @param[out] queryExtent  One past the last query row any slice covers: Nq must be at least this."]
+    #[doc = " @param[out] keyExtent    One past the last key any slice covers: Nkv must be at least this."]
+    #[doc = " @param[out] visiblePairs Number of (query, key) pairs the slices let attend (per batch entry"]
+    #[doc = "                          and head): the forward does `2 * visiblePairs * (Dqk + Dv)` FLOPs per"]
+    #[doc = "                          head."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED for a list never set;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaGetAttentionSlicesInfo(
+        slices: ffpaAttentionSlices_t,
+        count: *mut i32,
+        queryExtent: *mut i64,
+        keyExtent: *mut i64,
+        visiblePairs: *mut i64,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Attaches the current slices of a list to an attention descriptor (which keeps them), or"]
+    #[doc = " detaches them."]
+    #[doc = " @param desc   The attention descriptor; its causal mode must stay #FFPA_CAUSAL_NONE while"]
+    #[doc = "               slices are attached (a call with both fails with #FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS)."]
+    #[doc = " @param slices A list that was set, or NULL to go back to the causal mode."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NOT_FINALIZED for a list never set;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaSetAttentionDescriptorSlices(
+        desc: ffpaAttentionDescriptor_t,
+        slices: ffpaAttentionSlices_t,
     ) -> ffpaStatus_t;
 }
 extern "C" {

@@ -50,6 +50,7 @@ mod execute;
 mod handle;
 mod merge;
 mod policy;
+mod slices;
 mod tensor;
 mod text;
 mod types;
@@ -66,8 +67,9 @@ pub use execute::{BackwardBuffers, BackwardTensors, ForwardBuffers, ForwardTenso
 pub use handle::{Handle, PlanCacheStats};
 pub use merge::{MergeTensors, MAX_MERGE_PARTIALS};
 pub use policy::{policy_info, policy_knobs, PolicyInfo, PolicyKnob, PolicyValue};
+pub use slices::{AttentionSlices, Slice, SlicesInfo, MAX_SLICES};
 pub use tensor::TensorDesc;
 pub use types::{
-    Accumulator, AutotuneMode, CausalMode, DataType, LogLevel, PolicySource, PolicyType,
+    Accumulator, AutotuneMode, CausalMode, DataType, LogLevel, PolicySource, PolicyType, SliceMask,
 };
 pub use version::{build_info, is_compatible, version, Version};

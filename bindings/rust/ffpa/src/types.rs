@@ -87,6 +87,21 @@ c_enum! {
 }
 
 c_enum! {
+    /// How the keys of one attention slice are masked (`ffpaSliceMask_t`). With the slice's `nq`
+    /// queries and `nk` keys, relative query `i` sees relative key `j`:
+    SliceMask: ffpaSliceMask {
+        /// always.
+        Full = FFPA_SLICE_MASK_FULL,
+        /// when `j <= i + nk - nq`: causal, the diagonal ending at the bottom-right corner.
+        Causal = FFPA_SLICE_MASK_CAUSAL,
+        /// when `j >= i`: the diagonal starting at the top-left corner.
+        InverseCausal = FFPA_SLICE_MASK_INVERSE_CAUSAL,
+        /// when both hold: a band (the diagonal alone when `nq = nk`).
+        Bicausal = FFPA_SLICE_MASK_BICAUSAL,
+    }
+}
+
+c_enum! {
     /// Accumulator precision of the two matrix products, the value of
     /// [`PolicyKnob::ACCUMULATOR`](crate::PolicyKnob::ACCUMULATOR).
     Accumulator: ffpaAccumulator {

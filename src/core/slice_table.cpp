@@ -1,0 +1,222 @@
+#include "core/slice_table.h"
+
+#include "core/cuda_check.h"
+#include "core/device.h"
+#include "core/error.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ffpa::slices {
+namespace {
+
+const char* maskName(int32_t mask) {
+  switch (mask) {
+    case FFPA_SLICE_MASK_FULL: return "full";
+    case FFPA_SLICE_MASK_CAUSAL: return "causal";
+    case FFPA_SLICE_MASK_INVERSE_CAUSAL: return "inverse-causal";
+    case FFPA_SLICE_MASK_BICAUSAL: return "bi-causal";
+    default: return "?";
+  }
+}
+
+std::string sliceText(const std::vector<SliceRange>& list, size_t i) {
+  const SliceRange& s = list[i];
+  return cat("slice ", i, " (queries [", s.q0, ", ", s.q1, "), keys [", s.k0, ", ", s.k1, "), ",
+             maskName(s.mask), ")");
+}
+
+void requireMask(int32_t mask, const char* argument, int64_t index) {
+  require(mask >= FFPA_SLICE_MASK_FULL && mask <= FFPA_SLICE_MASK_BICAUSAL,
+          FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, argument, index >= 0 ? cat("[", index, "]") : "",
+          " is ", mask, "; allowed: FFPA_SLICE_MASK_FULL (0), FFPA_SLICE_MASK_CAUSAL (1), "
+          "FFPA_SLICE_MASK_INVERSE_CAUSAL (2), FFPA_SLICE_MASK_BICAUSAL (3)");
+}
+
+void requireCount(int32_t count, const char* argument) {
+  require(count >= 1 && count <= FFPA_MAX_SLICES, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, argument,
+          " is ", count, "; allowed: 1 to FFPA_MAX_SLICES (", FFPA_MAX_SLICES, ")");
+}
+
+size_t alignedBytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+std::vector<SliceRange> slicesFromRanges(int32_t count, const int32_t* queryRanges,
+                                         const int32_t* keyRanges, const int32_t* masks) {
+  requireCount(count, "count");
+  requireNotNull(queryRanges, "queryRanges");
+  requireNotNull(keyRanges, "keyRanges");
+  std::vector<SliceRange> list(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    SliceRange& s = list[i];
+    s = {queryRanges[2 * i], queryRanges[2 * i + 1], keyRanges[2 * i], keyRanges[2 * i + 1],
+         masks ? masks[i] : FFPA_SLICE_MASK_FULL};
+    require(s.q0 >= 0 && s.q0 < s.q1, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "queryRanges[", i,
+            "] is [", s.q0, ", ", s.q1, "); allowed: [q0, q1) with 0 <= q0 < q1");
+    require(s.k0 >= 0 && s.k0 < s.k1, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "keyRanges[", i,
+            "] is [", s.k0, ", ", s.k1, "); allowed: [k0, k1) with 0 <= k0 < k1");
+    requireMask(s.mask, "masks", i);
+  }
+  return list;
+}
+
+std::vector<SliceRange> slicesFromOffsets(int32_t sequences, const int32_t* queryOffsets,
+                                          const int32_t* keyOffsets, int32_t mask) {
+  requireCount(sequences, "sequences");
+  requireNotNull(queryOffsets, "queryOffsets");
+  requireMask(mask, "mask", -1);
+  const int32_t* keys = keyOffsets ? keyOffsets : queryOffsets;
+  for (const auto& [offsets, name] : {std::pair{queryOffsets, "queryOffsets"}, std::pair{keys, "keyOffsets"}}) {
+    require(offsets[0] == 0, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, name, "[0] is ", offsets[0],
+            "; the offsets of a packed batch start at 0");
+    for (int32_t s = 0; s < sequences; ++s) {
+      require(offsets[s + 1] >= offsets[s], FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, name, "[", s + 1,
+              "] is ", offsets[s + 1], ", less than ", name, "[", s, "] = ", offsets[s],
+              "; offsets must not decrease");
+    }
+  }
+  std::vector<SliceRange> list;
+  for (int32_t s = 0; s < sequences; ++s) {
+    if (queryOffsets[s + 1] > queryOffsets[s] && keys[s + 1] > keys[s]) {
+      list.push_back({queryOffsets[s], queryOffsets[s + 1], keys[s], keys[s + 1], mask});
+    }
+  }
+  require(!list.empty(), FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "every one of the ", sequences,
+          " sequences has no queries or no keys; at least one must have both");
+  return list;
+}
+
+SliceTable::SliceTable(std::vector<SliceRange> list) : slices_(std::move(list)) {
+  require(!slices_.empty(), FFPA_STATUS_INTERNAL_ERROR, "an empty slice list");
+  for (const SliceRange& s : slices_) {
+    queryExtent_ = std::max<int64_t>(queryExtent_, s.q1);
+    keyExtent_ = std::max<int64_t>(keyExtent_, s.k1);
+  }
+  buildSegments();
+  checkNoKeyTwice();
+  countVisiblePairs();
+}
+
+SliceTable::~SliceTable() {
+  if (device_ != nullptr && cudaFree(device_) != cudaSuccess) cudaGetLastError();
+}
+
+void SliceTable::buildSegments() {
+  for (const SliceRange& s : slices_) {
+    segmentStarts_.push_back(s.q0);
+    segmentStarts_.push_back(s.q1);
+  }
+  std::sort(segmentStarts_.begin(), segmentStarts_.end());
+  segmentStarts_.erase(std::unique(segmentStarts_.begin(), segmentStarts_.end()), segmentStarts_.end());
+  const size_t segments = segmentStarts_.size() - 1;
+  const auto segmentAt = [&](int32_t row) {
+    return static_cast<size_t>(std::lower_bound(segmentStarts_.begin(), segmentStarts_.end(), row) -
+                               segmentStarts_.begin());
+  };
+  // Counting pass, then the fill of a compressed-rows table: slice i covers segments
+  // [segmentAt(q0), segmentAt(q1)).
+  std::vector<int64_t> counts(segments + 1, 0);
+  for (const SliceRange& s : slices_) {
+    for (size_t g = segmentAt(s.q0); g < segmentAt(s.q1); ++g) ++counts[g + 1];
+  }
+  for (size_t g = 0; g < segments; ++g) counts[g + 1] += counts[g];
+  require(counts[segments] <= INT32_MAX, FFPA_STATUS_NOT_SUPPORTED_SHAPE, "the slices overlap in ",
+          counts[segments], " (slice, query segment) pairs; at most ", INT32_MAX, " are supported");
+  coverOffsets_.assign(counts.begin(), counts.end());
+  cover_.resize(static_cast<size_t>(counts[segments]));
+  std::vector<int32_t> next(coverOffsets_.begin(), coverOffsets_.end() - 1);
+  for (size_t i = 0; i < slices_.size(); ++i) {
+    for (size_t g = segmentAt(slices_[i].q0); g < segmentAt(slices_[i].q1); ++g) {
+      cover_[next[g]++] = static_cast<int32_t>(i);
+    }
+  }
+  for (size_t g = 0; g < segments; ++g) {
+    std::sort(cover_.begin() + coverOffsets_[g], cover_.begin() + coverOffsets_[g + 1],
+              [&](int32_t a, int32_t b) { return slices_[a].k0 < slices_[b].k0 || (slices_[a].k0 == slices_[b].k0 && a < b); });
+  }
+}
+
+// Two slices of a segment can give a row the same key only when their key ranges overlap; the
+// cover is sorted by k0, so each slice is compared with the following ones that start before it
+// ends, row by row.
+void SliceTable::checkNoKeyTwice() const {
+  for (int32_t g = 0; g < segments(); ++g) {
+    for (int32_t a = coverOffsets_[g]; a < coverOffsets_[g + 1]; ++a) {
+      const SliceRange& first = slices_[cover_[a]];
+      for (int32_t b = a + 1; b < coverOffsets_[g + 1] && slices_[cover_[b]].k0 < first.k1; ++b) {
+        const SliceRange& second = slices_[cover_[b]];
+        for (int64_t row = segmentStarts_[g]; row < segmentStarts_[g + 1]; ++row) {
+          const KeySpan x = keySpan(first, row);
+          const KeySpan y = keySpan(second, row);
+          const int64_t begin = std::max(x.begin, y.begin);
+          if (begin < std::min(x.end, y.end)) {
+            const auto [i, j] = std::minmax(cover_[a], cover_[b]);
+            fail(FFPA_STATUS_BAD_PARAM,
+                 cat(sliceText(slices_, i), " and ", sliceText(slices_, j), " both give query row ",
+                     row, " key ", begin, "; a key may reach a row through one slice only (it would "
+                     "count twice in the softmax)"));
+          }
+        }
+      }
+    }
+  }
+}
+
+void SliceTable::countVisiblePairs() {
+  for (const SliceRange& s : slices_) {
+    for (int64_t row = s.q0; row < s.q1; ++row) {
+      const KeySpan span = keySpan(s, row);
+      visiblePairs_ += span.end - span.begin;
+    }
+  }
+}
+
+SliceView SliceTable::hostView() const {
+  return {slices_.data(), segmentStarts_.data(), coverOffsets_.data(), cover_.data(), segments()};
+}
+
+void SliceTable::upload(int32_t ordinal) {
+  require(device_ == nullptr, FFPA_STATUS_INTERNAL_ERROR, "slice table uploaded twice");
+  const size_t sliceBytes = alignedBytes(slices_.size() * sizeof(SliceRange));
+  const size_t startBytes = alignedBytes(segmentStarts_.size() * sizeof(int32_t));
+  const size_t offsetBytes = alignedBytes(coverOffsets_.size() * sizeof(int32_t));
+  const size_t coverBytes = alignedBytes(std::max<size_t>(cover_.size(), 1) * sizeof(int32_t));
+  std::vector<unsigned char> image(sliceBytes + startBytes + offsetBytes + coverBytes, 0);
+  std::memcpy(image.data(), slices_.data(), slices_.size() * sizeof(SliceRange));
+  std::memcpy(image.data() + sliceBytes, segmentStarts_.data(), segmentStarts_.size() * sizeof(int32_t));
+  std::memcpy(image.data() + sliceBytes + startBytes, coverOffsets_.data(),
+              coverOffsets_.size() * sizeof(int32_t));
+  std::memcpy(image.data() + sliceBytes + startBytes + offsetBytes, cover_.data(),
+              cover_.size() * sizeof(int32_t));
+
+  ScopedDevice onDevice(ordinal);
+  void* device = nullptr;
+  checkCuda(cudaMalloc(&device, image.size()), "cudaMalloc (attention slices)");
+  try {
+    checkCuda(cudaMemcpy(device, image.data(), image.size(), cudaMemcpyHostToDevice),
+              "cudaMemcpy (attention slices)");
+  } catch (...) {
+    cudaFree(device);
+    throw;
+  }
+  device_ = device;
+  deviceOrdinal_ = ordinal;
+  auto* base = static_cast<unsigned char*>(device);
+  deviceView_ = {reinterpret_cast<const SliceRange*>(base),
+                 reinterpret_cast<const int32_t*>(base + sliceBytes),
+                 reinterpret_cast<const int32_t*>(base + sliceBytes + startBytes),
+                 reinterpret_cast<const int32_t*>(base + sliceBytes + startBytes + offsetBytes),
+                 segments()};
+}
+
+SliceView SliceTable::deviceView(int32_t ordinal, const char* argument) const {
+  require(device_ != nullptr, FFPA_STATUS_BAD_PARAM, argument,
+          " carries slices made with a handle that has no device (ffpaCreateForDevice); create "
+          "them with a handle of the device that runs the call");
+  require(deviceOrdinal_ == ordinal, FFPA_STATUS_BAD_PARAM, argument,
+          " carries slices copied to device ", deviceOrdinal_, "; this handle runs on device ", ordinal);
+  return deviceView_;
+}
+
+}  // namespace ffpa::slices

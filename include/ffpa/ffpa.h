@@ -861,8 +861,9 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
  * graph captured with a descriptor reads that device copy: keep the descriptor alive, and its
  * slices attached, as long as the graph runs.
  *
- * The reference path serves sliced problems in this version: the fast kernels report that they
- * do not (see ffpaDescribeAttentionForwardPlan()).
+ * The sm80 forward kernels (on every GPU they run on) serve sliced forwards: each tile of query
+ * rows attends only to the key tiles its slices reach. Sliced backwards run on the reference path
+ * in this version (ffpaDescribeAttentionBackwardPlan() says why the fast kernels pass).
  *  @{ */
 
 /** How the keys of one slice are masked. With the slice's `nq = q1 - q0` queries and

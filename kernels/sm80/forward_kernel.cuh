@@ -11,12 +11,17 @@
 // is persisted; tiles are stored as 16-column panels (panels.cuh), and the steps flow through the
 // rings of step_pipeline.cuh.
 //
+// With attention slices (common/slice_mask.h) a CTA's rows are one row tile of a segment, and
+// its KV tiles run over the key hull of each slice covering the segment in turn, masked by the
+// slice's rule.
+//
 // Fragment layouts: see common/ptx.cuh (lane = 4 * group + quad).
 #pragma once
 
 #include "common/element.cuh"
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
+#include "common/slice_mask.h"
 #include "sm80/cta_geometry.cuh"
 #include "sm80/forward_params.h"
 #include "sm80/panels.cuh"
@@ -59,6 +64,8 @@ struct ForwardKernel {
   // Where the CTA works: its rows, its (batch, head), the warp's role.
   struct Coordinates {
     int firstRow;     // of the CTA
+    int rowEnd;       // one past its last row to store (the tensor's end, or its row tile's)
+    int segment;      // with slices: the segment of its rows (-1: rows no slice covers)
     int warpRow;      // first row of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
@@ -79,6 +86,20 @@ struct ForwardKernel {
     c.group = role.group;
     c.quad = role.quad;
     c.firstRow = blockIndexX() * kRows;
+    c.rowEnd = p.seqQ;
+    c.segment = -1;
+    if (sliced(p)) {
+      const int x = blockIndexX();
+      if (x < p.rowTileCount) {
+        const slices::RowTile tile = p.rowTiles[x];
+        c.firstRow = tile.rowBegin;
+        c.rowEnd = tile.rowEnd;
+        c.segment = tile.segment;
+      } else {  // past the slices' query extent
+        c.firstRow = p.slices.segmentStarts[p.slices.segments] + (x - p.rowTileCount) * kRows;
+        c.rowEnd = min2(c.firstRow + kRows, p.seqQ);
+      }
+    }
     c.warpRow = c.rowGroup * 16;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     const int64_t kvHead = head / p.groupSize;
@@ -91,12 +112,41 @@ struct ForwardKernel {
     return c;
   }
 
+  static FFPA_DEVICE bool sliced(const ForwardParams& p) { return p.slices.slices != nullptr; }
+
+  // KV tile `tile` of the CTA: keys [firstKey, firstKey + Bc) of slice `slice` (-1: no slices).
+  struct KeyTile {
+    int firstKey;
+    int slice;
+  };
+
+  // The keys the CTA's rows see through `slice`, and the KV tiles that cover them.
+  static FFPA_DEVICE slices::KeySpan sliceKeys(const ForwardParams& p, const Coordinates& c, int slice) {
+    return slices::keyHullOfRows(p.slices.slices[slice], c.firstRow, c.rowEnd - 1);
+  }
+  static FFPA_DEVICE int tilesOf(const slices::KeySpan& keys) {
+    return keys.end > keys.begin ? static_cast<int>((keys.end - keys.begin + kKeys - 1) / kKeys) : 0;
+  }
+
+  // With slices the CTA's tiles are those of each slice of its segment in turn.
+  static FFPA_DEVICE KeyTile keyTile(const ForwardParams& p, const Coordinates& c, int tile) {
+    if (!sliced(p)) return {tile * kKeys, -1};
+    for (int i = p.slices.coverOffsets[c.segment]; i < p.slices.coverOffsets[c.segment + 1]; ++i) {
+      const int slice = p.slices.cover[i];
+      const slices::KeySpan keys = sliceKeys(p, c, slice);
+      const int tiles = tilesOf(keys);
+      if (tile < tiles) return {static_cast<int>(keys.begin) + tile * kKeys, slice};
+      tile -= tiles;
+    }
+    return {0, -1};  // not reached: tile < visibleTiles()
+  }
+
   // The panels of step `inTile` of KV tile `tile` (the Q K^T steps, then the P V steps).
   static FFPA_DEVICE void issueStep(const ForwardParams& p, const Coordinates& c, int tile, int inTile,
                                     uint32_t base) {
     const int qkPanels = p.headDimQk / 16;
     const int qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
-    const int firstKey = tile * kKeys;
+    const int firstKey = keyTile(p, c, tile).firstKey;
     if (inTile < qkSteps) {
       const int firstPanel = inTile * p.qkPanelsPerStep;
       const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
@@ -282,9 +332,26 @@ struct ForwardKernel {
   static FFPA_DEVICE void softmax(const ForwardParams& p, const Coordinates& c, int tile, Scores& s,
                                   RowStats& stats, Output& o, uint32_t (&pFrag)[kKeySteps][4]) {
     s.toFloat();
-    const int firstKey = tile * kKeys + c.colWarp * kShape.keysPerWarp;
-    const bool masked = tile * kKeys + kKeys > p.seqKv ||
-                        (p.causal && tile * kKeys + kKeys - 1 > c.firstRow + p.causalOffset);
+    const KeyTile keys = keyTile(p, c, tile);
+    const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
+    // The keys each of the thread's two rows (g, g + 8) sees: [span.begin, span.end).
+    slices::KeySpan span[2];
+    bool masked;
+    if (sliced(p)) {
+      const slices::SliceRange slice = p.slices.slices[keys.slice];
+      masked = !slices::seesWholeTile(slice, c.firstRow, c.rowEnd - 1, keys.firstKey, keys.firstKey + kKeys - 1);
+      for (int half = 0; half < 2; ++half) {
+        span[half] = slices::keySpan(slice, c.firstRow + c.warpRow + c.group + 8 * half);
+      }
+    } else {
+      masked = tile * kKeys + kKeys > p.seqKv ||
+               (p.causal && tile * kKeys + kKeys - 1 > c.firstRow + p.causalOffset);
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = c.firstRow + c.warpRow + c.group + 8 * half;
+        const int64_t end = p.causal && row + p.causalOffset + 1 < p.seqKv ? row + p.causalOffset + 1 : p.seqKv;
+        span[half] = {0, end};
+      }
+    }
     float tileMax[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
@@ -293,9 +360,7 @@ struct ForwardKernel {
         float value = s.f[n][e] * p.scaleLog2;
         if (masked) {
           const int key = firstKey + 8 * n + 2 * c.quad + (e & 1);
-          const int64_t row = c.firstRow + c.warpRow + c.group + 8 * (e >> 1);
-          const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
-          if (!visible) value = kNegativeInfinity;
+          if (key < span[e >> 1].begin || key >= span[e >> 1].end) value = kNegativeInfinity;
         }
         s.f[n][e] = value;
         tileMax[e >> 1] = value > tileMax[e >> 1] ? value : tileMax[e >> 1];
@@ -386,7 +451,7 @@ struct ForwardKernel {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = c.firstRow + c.warpRow + c.group + 8 * half;
-      if (row >= p.seqQ) continue;
+      if (row >= c.rowEnd) continue;
       // A row that saw no key (causal, bottom-right, more queries than keys): O = 0, LSE = -inf.
       const float scale = sum[half] > 0.0f ? 1.0f / sum[half] : 0.0f;
       Element* out = c.o + int64_t(row) * p.oStrides[2];
@@ -407,9 +472,15 @@ struct ForwardKernel {
     }
   }
 
-  // The number of KV tiles the CTA's rows see (0 when the causal mask hides every key).
+  // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const ForwardParams& p, const Coordinates& c) {
-    return visibleKeyTiles(p.seqQ, p.seqKv, kKeys, c.firstRow, kRows, p.causal, p.causalOffset);
+    if (!sliced(p)) return visibleKeyTiles(p.seqQ, p.seqKv, kKeys, c.firstRow, kRows, p.causal, p.causalOffset);
+    if (c.segment < 0) return 0;
+    int tiles = 0;
+    for (int i = p.slices.coverOffsets[c.segment]; i < p.slices.coverOffsets[c.segment + 1]; ++i) {
+      tiles += tilesOf(sliceKeys(p, c, p.slices.cover[i]));
+    }
+    return tiles;
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "common/problem_sizes.h"
+#include "common/slice_mask.h"
 #include "sm80/step_rings.h"
 
 #include <cstdint>
@@ -52,6 +53,12 @@ struct ForwardParams : ProblemSizes {
   const void* v;
   void* o;
   float* lse;  // may be null
+  // Attention slices (slices.slices not null; then `causal` is 0): CTA x < rowTileCount works on
+  // rowTiles[x], the CTAs after it on the rows from the slices' query extent on, which see no key;
+  // the keys of a CTA are those of the slices covering its segment.
+  slices::SliceView slices;
+  const slices::RowTile* rowTiles;
+  int32_t rowTileCount;
   int64_t qStrides[3];
   int64_t kStrides[3];
   int64_t vStrides[3];

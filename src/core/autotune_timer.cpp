@@ -5,6 +5,7 @@
 #include "core/cuda_check.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/slice_table.h"
 
 #include <cuda_runtime.h>
 
@@ -47,6 +48,7 @@ class DeviceTimer final : public CandidateTimer {
         onDevice_(r.device.ordinal),
         iterations_(r.policy.value(FFPA_POLICY_AUTOTUNE_MODE) == FFPA_AUTOTUNE_MODE_MAX ? 5 : 3) {
     const AttentionProblem& p = problem_;
+    if (p.slices != nullptr) slices_ = p.slices->deviceView(r.device.ordinal, "attn");
     const size_t e = elementBytes(p.dtype);
     // 16-bit inputs of about 1.06 (fp16) or 0.011 (bf16); an LSE of about 48.6, finite P and dS.
     constexpr int kInput = 0x3c, kLse = 0x42;
@@ -81,6 +83,7 @@ class DeviceTimer final : public CandidateTimer {
       workspaceBytes_ = plan.kernelWorkspaceBytes;
     }
     TensorArgs t;
+    t.slices = slices_;
     t.q = q_->get();
     t.k = k_->get();
     t.v = v_->get();
@@ -115,6 +118,7 @@ class DeviceTimer final : public CandidateTimer {
   const AttentionProblem& problem_;
   const DeviceRuntime& runtime_;
   ScopedDevice onDevice_;
+  slices::SliceView slices_;  // the problem's slices on the device (none: null)
   int iterations_;
   std::unique_ptr<DeviceMemory> q_, k_, v_, o_, lse_, dO_, dq_, dk_, dv_, workspace_;
   size_t workspaceBytes_ = 0;

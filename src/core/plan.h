@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/problem.h"
-#include "core/slice_mask.h"
+#include "common/slice_mask.h"
 #include "tuning/tuned_config.h"
 
 #include <ffpa/ffpa.h>

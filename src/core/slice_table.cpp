@@ -10,6 +10,11 @@
 namespace ffpa::slices {
 namespace {
 
+static_assert(kMaskFull == FFPA_SLICE_MASK_FULL && kMaskCausal == FFPA_SLICE_MASK_CAUSAL &&
+                  kMaskInverseCausal == FFPA_SLICE_MASK_INVERSE_CAUSAL &&
+                  kMaskBicausal == FFPA_SLICE_MASK_BICAUSAL,
+              "common/slice_mask.h follows ffpaSliceMask_t");
+
 const char* maskName(int32_t mask) {
   switch (mask) {
     case FFPA_SLICE_MASK_FULL: return "full";
@@ -96,6 +101,7 @@ SliceTable::SliceTable(std::vector<SliceRange> list) : slices_(std::move(list)) 
   buildSegments();
   checkNoKeyTwice();
   countVisiblePairs();
+  buildRowTiles();
 }
 
 SliceTable::~SliceTable() {
@@ -103,6 +109,7 @@ SliceTable::~SliceTable() {
 }
 
 void SliceTable::buildSegments() {
+  segmentStarts_.push_back(0);  // rows before the first slice: a segment no slice covers
   for (const SliceRange& s : slices_) {
     segmentStarts_.push_back(s.q0);
     segmentStarts_.push_back(s.q1);
@@ -172,23 +179,49 @@ void SliceTable::countVisiblePairs() {
   }
 }
 
+void SliceTable::buildRowTiles() {
+  for (int i = 0; i < kRowTileSizes; ++i) {
+    const int32_t rows = 16 << i;
+    for (int32_t g = 0; g < segments(); ++g) {
+      const int32_t segment = coverOffsets_[g] == coverOffsets_[g + 1] ? -1 : g;
+      for (int32_t begin = segmentStarts_[g]; begin < segmentStarts_[g + 1]; begin += rows) {
+        rowTiles_[i].push_back({begin, std::min(begin + rows, segmentStarts_[g + 1]), segment});
+      }
+    }
+  }
+}
+
 SliceView SliceTable::hostView() const {
-  return {slices_.data(), segmentStarts_.data(), coverOffsets_.data(), cover_.data(), segments()};
+  SliceView view{slices_.data(), segmentStarts_.data(), coverOffsets_.data(), cover_.data(), segments()};
+  for (int i = 0; i < kRowTileSizes; ++i) {
+    view.rowTiles[i] = rowTiles_[i].data();
+    view.rowTileCounts[i] = static_cast<int32_t>(rowTiles_[i].size());
+  }
+  return view;
 }
 
 void SliceTable::upload(int32_t ordinal) {
   require(device_ == nullptr, FFPA_STATUS_INTERNAL_ERROR, "slice table uploaded twice");
-  const size_t sliceBytes = alignedBytes(slices_.size() * sizeof(SliceRange));
-  const size_t startBytes = alignedBytes(segmentStarts_.size() * sizeof(int32_t));
-  const size_t offsetBytes = alignedBytes(coverOffsets_.size() * sizeof(int32_t));
-  const size_t coverBytes = alignedBytes(std::max<size_t>(cover_.size(), 1) * sizeof(int32_t));
-  std::vector<unsigned char> image(sliceBytes + startBytes + offsetBytes + coverBytes, 0);
-  std::memcpy(image.data(), slices_.data(), slices_.size() * sizeof(SliceRange));
-  std::memcpy(image.data() + sliceBytes, segmentStarts_.data(), segmentStarts_.size() * sizeof(int32_t));
-  std::memcpy(image.data() + sliceBytes + startBytes, coverOffsets_.data(),
-              coverOffsets_.size() * sizeof(int32_t));
-  std::memcpy(image.data() + sliceBytes + startBytes + offsetBytes, cover_.data(),
-              cover_.size() * sizeof(int32_t));
+  // Every array at a 256-byte boundary of one allocation.
+  struct Part {
+    const void* data;
+    size_t bytes;
+    size_t offset;
+  };
+  std::vector<Part> parts{{slices_.data(), slices_.size() * sizeof(SliceRange), 0},
+                          {segmentStarts_.data(), segmentStarts_.size() * sizeof(int32_t), 0},
+                          {coverOffsets_.data(), coverOffsets_.size() * sizeof(int32_t), 0},
+                          {cover_.data(), cover_.size() * sizeof(int32_t), 0}};
+  for (const std::vector<RowTile>& tiles : rowTiles_) parts.push_back({tiles.data(), tiles.size() * sizeof(RowTile), 0});
+  size_t total = 0;
+  for (Part& part : parts) {
+    part.offset = total;
+    total += alignedBytes(std::max<size_t>(part.bytes, 1));
+  }
+  std::vector<unsigned char> image(total, 0);
+  for (const Part& part : parts) {
+    if (part.bytes > 0) std::memcpy(image.data() + part.offset, part.data, part.bytes);
+  }
 
   ScopedDevice onDevice(ordinal);
   void* device = nullptr;
@@ -202,12 +235,15 @@ void SliceTable::upload(int32_t ordinal) {
   }
   device_ = device;
   deviceOrdinal_ = ordinal;
-  auto* base = static_cast<unsigned char*>(device);
-  deviceView_ = {reinterpret_cast<const SliceRange*>(base),
-                 reinterpret_cast<const int32_t*>(base + sliceBytes),
-                 reinterpret_cast<const int32_t*>(base + sliceBytes + startBytes),
-                 reinterpret_cast<const int32_t*>(base + sliceBytes + startBytes + offsetBytes),
-                 segments()};
+  const auto at = [&](size_t part) { return static_cast<const unsigned char*>(device) + parts[part].offset; };
+  deviceView_ = hostView();  // the counts; the pointers follow
+  deviceView_.slices = reinterpret_cast<const SliceRange*>(at(0));
+  deviceView_.segmentStarts = reinterpret_cast<const int32_t*>(at(1));
+  deviceView_.coverOffsets = reinterpret_cast<const int32_t*>(at(2));
+  deviceView_.cover = reinterpret_cast<const int32_t*>(at(3));
+  for (int i = 0; i < kRowTileSizes; ++i) {
+    deviceView_.rowTiles[i] = reinterpret_cast<const RowTile*>(at(4 + static_cast<size_t>(i)));
+  }
 }
 
 SliceView SliceTable::deviceView(int32_t ordinal, const char* argument) const {

@@ -1,10 +1,10 @@
-// A checked list of attention slices (see core/slice_mask.h for the rule) with its query-axis
+// A checked list of attention slices (see common/slice_mask.h for the rule) with its query-axis
 // segments, on the host and, once uploaded, in device memory. Immutable after construction but
 // for the one upload; shared by the slices object and the attention descriptors it was attached
 // to, so that neither outlives the device copy the other's calls read.
 #pragma once
 
-#include "core/slice_mask.h"
+#include "common/slice_mask.h"
 
 #include <cstdint>
 #include <vector>
@@ -36,6 +36,7 @@ class SliceTable {
 
  private:
   void buildSegments();
+  void buildRowTiles();
   void checkNoKeyTwice() const;
   void countVisiblePairs();
 
@@ -43,6 +44,7 @@ class SliceTable {
   std::vector<int32_t> segmentStarts_;
   std::vector<int32_t> coverOffsets_;
   std::vector<int32_t> cover_;
+  std::vector<RowTile> rowTiles_[kRowTileSizes];
   int64_t queryExtent_ = 0;
   int64_t keyExtent_ = 0;
   int64_t visiblePairs_ = 0;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/problem.h"
-#include "core/slice_mask.h"
+#include "common/slice_mask.h"
 
 #include <cuda_runtime.h>
 

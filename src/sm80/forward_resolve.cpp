@@ -3,6 +3,7 @@
 #include "core/descriptors.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/slice_table.h"
 #include "ffpa_build_config.h"
 #include "sm80/forward_variant.h"
 #include "sm80/resolve_common.h"
@@ -192,7 +193,24 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   }
   copyProblemSizes(problem, p);
   p.gridDnhb = launch.gridDnhb;
+  p.slices = tensors.slices;
+  p.rowTiles = nullptr;
+  p.rowTileCount = 0;
+  if (p.slices.slices != nullptr) {
+    const int table = slices::rowTileIndex(launch.shape.rows());
+    p.rowTiles = p.slices.rowTiles[table];
+    p.rowTileCount = p.slices.rowTileCounts[table];
+  }
   return p;
+}
+
+void forwardCallGrid(const ForwardLaunch& launch, const AttentionProblem& problem, const ForwardParams& params,
+                     uint32_t (&grid)[3]) {
+  for (int i = 0; i < 3; ++i) grid[i] = launch.grid[i];
+  if (problem.slices == nullptr) return;
+  const int64_t rows = launch.shape.rows();
+  const int64_t tail = problem.seqQ - problem.slices->queryExtent();
+  grid[0] = static_cast<uint32_t>(params.rowTileCount + (tail + rows - 1) / rows);
 }
 
 }  // namespace ffpa::sm80

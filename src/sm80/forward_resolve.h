@@ -47,6 +47,11 @@ ForwardResolution resolveForward(const PlanRequest& request);
 ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProblem& problem,
                                 const TensorArgs& tensors);
 
+// The grid of one call: the plan's, with the x extent of a sliced problem counting its row tiles
+// (which the plan, keyed on the presence of slices only, cannot know).
+void forwardCallGrid(const ForwardLaunch& launch, const AttentionProblem& problem, const ForwardParams& params,
+                     uint32_t (&grid)[3]);
+
 // "Br=64 Bc=64 warps=4x2 threads=256 d_v<=512 stages=2 ..." for plan descriptions.
 std::string describeForwardConfig(const ForwardLaunch& launch);
 

@@ -22,7 +22,9 @@ class ForwardPlan final : public PlanPayload {
   void launch(const LaunchArgs& args) const override {
     ForwardParams p = forwardCallParams(d_, args.problem, args.tensors);
     void* arguments[] = {&p};
-    const dim3 grid(d_.grid[0], d_.grid[1], d_.grid[2]);
+    uint32_t extents[3];
+    forwardCallGrid(d_, args.problem, p, extents);
+    const dim3 grid(extents[0], extents[1], extents[2]);
     checkCuda(cudaLaunchKernel(d_.instance->kernel, grid, dim3(d_.shape.threads()), arguments,
                                p.sharedBytes, static_cast<cudaStream_t>(args.stream)),
               "the sm80 forward kernel launch");

@@ -31,7 +31,6 @@ std::optional<std::string> unservedProblem(const AttentionProblem& problem) {
     return cat("head dims ", problem.headDimQk, "/", problem.headDimV,
                " (needs multiples of 16 up to 1024)");
   }
-  if (problem.slices != nullptr) return std::string("attention slices (the reference path serves them)");
   if (problem.seqQ > INT32_MAX - 1024 || problem.seqKv > INT32_MAX - 1024 ||
       problem.headsQ > INT32_MAX || problem.batch > INT32_MAX) {
     return std::string("sequence lengths, heads and batch must stay below 2^31");

@@ -58,6 +58,16 @@ ffpa::AttentionProblem libraryProblem(const AttentionCase& c, ffpa::Direction di
   return problem;
 }
 
+std::unique_ptr<ffpa::slices::SliceTable> sliceTableOf(const AttentionCase& c) {
+  if (c.shape.slices.empty()) return nullptr;
+  std::vector<ffpa::slices::SliceRange> ranges;
+  for (const ffpa_tools::Slice& s : c.shape.slices) {
+    ranges.push_back({static_cast<int32_t>(s.q0), static_cast<int32_t>(s.q1), static_cast<int32_t>(s.k0),
+                      static_cast<int32_t>(s.k1), s.mask});
+  }
+  return std::make_unique<ffpa::slices::SliceTable>(std::move(ranges));
+}
+
 ffpa::Strides stridesOf(const HostTensor& tensor) {
   const auto& layout = tensor.layout();
   return {layout.strides[0], layout.strides[1], layout.strides[2], layout.strides[3]};

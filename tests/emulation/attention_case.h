@@ -7,11 +7,13 @@
 #include "core/device.h"
 #include "core/policy.h"
 #include "core/problem.h"
+#include "core/slice_table.h"
 #include "tuning/tuned_config.h"
 
 #include <ffpa/ffpa.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +52,9 @@ ffpa::Strides stridesOf(const ffpa_tools::HostTensor& tensor);
 ffpa::Policy policyOf(const AttentionCase& c);
 ffpa::DeviceInfo deviceOf(const AttentionCase& c);
 ffpaAccumulator_t accumulatorOf(const AttentionCase& c);
+
+// The library's table of the case's slices (c.shape.slices), or null when it has none.
+std::unique_ptr<ffpa::slices::SliceTable> sliceTableOf(const AttentionCase& c);
 
 // The tensor's bytes, and whether every byte is still the 0xFF poison.
 std::vector<uint8_t> bytesOf(const ffpa_tools::HostTensor& tensor);

@@ -3,6 +3,7 @@
 #include "common/error_metrics.h"
 #include "common/random.h"
 #include "core/kernel_registry.h"
+#include "core/slice_table.h"
 #include "emulated_kernels.h"
 #include "sm80/forward_resolve.h"
 #include "sm80/forward_variant.h"
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -63,6 +65,9 @@ void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& ou
 ForwardOutcome runForward(const AttentionCase& c) {
   ForwardTensors t = forwardTensors(c);
   HostTensor &q = t.q, &k = t.k, &v = t.v;
+  // The case's slices as the library holds them, read by the emulated kernel from the host.
+  const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
+  if (table) t.problem.slices = table.get();
   const ffpa::AttentionProblem& problem = t.problem;
   ForwardOutcome out;
   const ffpa::Policy policy = policyOf(c);
@@ -85,10 +90,12 @@ ForwardOutcome runForward(const AttentionCase& c) {
   tensors.v = v.data();
   tensors.out = t.o.data();
   tensors.lseOut = static_cast<float*>(t.lse.data());
+  if (table) tensors.slices = table->hostView();
   const ffpa::sm80::ForwardParams params = ffpa::sm80::forwardCallParams(launch, problem, tensors);
+  uint32_t grid[3];
+  ffpa::sm80::forwardCallGrid(launch, problem, params, grid);
   ffpa::emulation::Config config(
-      {static_cast<int>(launch.grid[0]), static_cast<int>(launch.grid[1]),
-       static_cast<int>(launch.grid[2])},
+      {static_cast<int>(grid[0]), static_cast<int>(grid[1]), static_cast<int>(grid[2])},
       launch.shape.threads(), params.sharedBytes,
       {{q.data(), q.size_bytes()},
        {k.data(), k.size_bytes()},
@@ -132,7 +139,7 @@ void checkForward(const AttentionCase& c, const ForwardOutcome& outcome) {
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads_q; ++h) {
       for (int64_t row = 0; row < s.seq_q; ++row) {
-        if (s.visible_keys(row) > 0) continue;
+        if (!s.sees_no_key(row)) continue;
         bool wrong = c.withLse && outcome.lse.get(b, h, row) != -std::numeric_limits<double>::infinity();
         for (int64_t column = 0; column < s.dim_v; ++column) {
           wrong = wrong || outcome.o.get(b, h, row, column) != 0.0;

@@ -138,6 +138,41 @@ TEST_CASE("slices: a list is accepted exactly when no row gets a key twice, and 
   CHECK(rejected > 150);
 }
 
+TEST_CASE("slices: the row tiles of every size cover the rows in order, each inside one segment") {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<SliceRange> list = randomSlices(rng, 1 + trial % 4, 300);
+    for (size_t i = 0; i < list.size(); ++i) {  // keys apart: always accepted
+      list[i].k0 += static_cast<int32_t>(400 * i);
+      list[i].k1 += static_cast<int32_t>(400 * i);
+    }
+    SliceTable table(list);
+    const ffpa::slices::SliceView view = table.hostView();
+    for (int size = 0; size < ffpa::slices::kRowTileSizes; ++size) {
+      const int rows = 16 << size;
+      CHECK(ffpa::slices::rowTileIndex(rows) == size);
+      int64_t next = 0;
+      for (int32_t t = 0; t < view.rowTileCounts[size]; ++t) {
+        const ffpa::slices::RowTile tile = view.rowTiles[size][t];
+        REQUIRE(tile.rowBegin == next);
+        CHECK(tile.rowEnd > tile.rowBegin);
+        CHECK(tile.rowEnd - tile.rowBegin <= rows);
+        // Every row of the tile has the tile's segment, or no slice at all when it says -1.
+        for (int64_t row = tile.rowBegin; row < tile.rowEnd; ++row) {
+          const int32_t segment = ffpa::slices::segmentOf(view, row);
+          bool covered = false;
+          for (const SliceRange& s : list) covered = covered || (row >= s.q0 && row < s.q1);
+          CHECK(covered == (tile.segment >= 0));
+          if (tile.segment >= 0) CHECK(segment == tile.segment);
+        }
+        next = tile.rowEnd;
+      }
+      CHECK(next == table.queryExtent());
+    }
+  }
+  CHECK(ffpa::slices::rowTileIndex(48) == -1);
+}
+
 TEST_CASE("slices: the masks that tile a square without doubling are accepted") {
   // Causal below plus inverse-causal shifted one key right: each key of the square exactly once.
   const std::vector<SliceRange> square{{0, 8, 0, 8, FFPA_SLICE_MASK_CAUSAL},

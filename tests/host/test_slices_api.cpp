@@ -91,22 +91,23 @@ TEST_CASE("slices api: create, set, read back, destroy") {
   REQUIRE_OK(ffpaDestroyAttentionSlices(nullptr));
 }
 
-TEST_CASE("slices api: a packed batch plans on the reference path, and the fast kernels say why") {
+TEST_CASE("slices api: a packed batch plans the sm80 forward and the reference backward, which says why") {
   Handle h;
   PackedProblem p;
   Attention attn;
   const Described plain = p.describe(h, attn);
   REQUIRE_MESSAGE(plain.status == FFPA_STATUS_SUCCESS, plain.text);
+  const ffpaPlanCacheStats_t start = h.stats();
   Slices slices(h);
   REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 3, PackedProblem::kOffsets, nullptr, FFPA_SLICE_MASK_CAUSAL));
   REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
   const Described sliced = p.describe(h, attn);
   REQUIRE_MESSAGE(sliced.status == FFPA_STATUS_SUCCESS, sliced.text);
-  CHECK(sliced.kernel.find("reference") != std::string::npos);
+  CHECK(sliced.kernel.rfind("sm80.forward.bf16.d512", 0) == 0);
+  CHECK(sliced.kernel == plain.kernel);
   CHECK(sliced.text.find("slices=3") != std::string::npos);
-  CHECK(sliced.text.find("skipped: ") != std::string::npos);
-  CHECK(sliced.text.find("attention slices (the reference path serves them)") != std::string::npos);
-  // The same shapes without slices are another plan (the cache keys on their presence).
+  // Its own plan: the cache keys on the presence of slices.
+  CHECK(h.stats().misses == start.misses + 1);
   const ffpaPlanCacheStats_t before = h.stats();
   REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, nullptr));
   const Described again = p.describe(h, attn);
@@ -114,9 +115,17 @@ TEST_CASE("slices api: a packed batch plans on the reference path, and the fast 
   CHECK(h.stats().misses == before.misses);  // found, not planned again: asked twice (size, text)
   CHECK(h.stats().hits == before.hits + 2);
 
-  // The backward plans on the reference path as well.
+  // The backward runs on the reference path; the sm80 backward says why it passes.
   REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
   Tensor dO{FFPA_DATA_TYPE_BFLOAT16, {1, 4, 32, 512}};
+  size_t length = 0;
+  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, nullptr, 0,
+                                               &length));
+  std::string text(length + 1, '\0');
+  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, text.data(),
+                                               text.size(), nullptr));
+  CHECK(planLine("\n" + text, "kernel").find("reference") != std::string::npos);
+  CHECK(text.find("attention slices (the reference path serves them)") != std::string::npos);
   size_t bytes = 0;
   REQUIRE_OK(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, &bytes));
   CHECK(bytes > 0);

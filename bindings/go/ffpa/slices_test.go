@@ -34,7 +34,7 @@ func TestAttentionSlicesSetCheckedAndReadBack(t *testing.T) {
 	wantError(t, s.SetFromOffsets([]int32{1, 4}, nil, SliceFull), StatusBadParamOutOfBound, "queryOffsets[0] is 1")
 }
 
-func TestPackedBatchPlansOnTheReferencePath(t *testing.T) {
+func TestPackedBatchPlansSm80ForwardAndReferenceBackward(t *testing.T) {
 	h := describedHandle(t)
 	const tokens, heads, dim = 32, 4, 512
 	q := PackedBNHD(BFloat16, 1, heads, tokens, dim)
@@ -56,9 +56,19 @@ func TestPackedBatchPlansOnTheReferencePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kernel: reference", "slices=3", "attention slices (the reference path serves them)"} {
+	for _, want := range []string{"kernel: sm80.forward", "slices=3"} {
 		if !strings.Contains(sliced, want) {
 			t.Errorf("plan lacks %q:\n%s", want, sliced)
+		}
+	}
+	b := &BackwardProblem{Attention: p.Attention, Q: q, K: q, V: q, O: q, DO: q, LSE: lse, DQ: q, DK: q, DV: q}
+	backward, err := h.DescribeBackwardPlan(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kernel: reference", "attention slices (the reference path serves them)"} {
+		if !strings.Contains(backward, want) {
+			t.Errorf("backward plan lacks %q:\n%s", want, backward)
 		}
 	}
 	if err := s.Close(); err != nil {

@@ -40,7 +40,7 @@ def test_slices_errors_name_the_culprit(described):
         slices.set([])
 
 
-def test_packed_batch_plans_on_the_reference_path(described):
+def test_packed_batch_plans_sm80_forward_and_reference_backward(described):
     q, lse = packed_tensors()
     attn = ffpa.AttentionDesc()
     plain = described.describe_forward_plan(attn, q, q, q, q, lse)
@@ -48,11 +48,13 @@ def test_packed_batch_plans_on_the_reference_path(described):
     attn.set_slices(slices)
     slices.close()  # the descriptor keeps its own reference
     sliced = described.describe_forward_plan(attn, q, q, q, q, lse)
-    assert "reference" in sliced.kernel
+    assert sliced.kernel.startswith("sm80.forward")
     assert "slices=3" in sliced.text
-    assert any("attention slices" in reason for reason in sliced.skipped)
+    backward = described.describe_backward_plan(attn, q, q, q, q, q, lse, q, q, q)
+    assert "reference" in backward.kernel
+    assert any("attention slices" in reason for reason in backward.skipped)
     attn.set_slices(None)
-    assert described.describe_forward_plan(attn, q, q, q, q, lse).kernel == plain.kernel
+    assert described.describe_forward_plan(attn, q, q, q, q, lse).text == plain.text
     attn.set_slices(ffpa.AttentionSlices(described, [(0, 40, 0, 8)]))
     with pytest.raises(ffpa.BadParamError, match="reach query row 39"):
         described.forward_workspace_size(attn, q, q, q, q, lse)

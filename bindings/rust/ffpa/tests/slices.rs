@@ -5,8 +5,8 @@ mod common;
 
 use common::{assert_error, planner};
 use ffpa::{
-    AttentionDesc, AttentionSlices, DataType, ForwardTensors, Slice, SliceMask, SlicesInfo, Status,
-    TensorDesc,
+    AttentionDesc, AttentionSlices, BackwardTensors, DataType, ForwardTensors, Slice, SliceMask,
+    SlicesInfo, Status, TensorDesc,
 };
 
 #[test]
@@ -37,7 +37,7 @@ fn slices_are_set_checked_and_read_back() {
 }
 
 #[test]
-fn a_packed_batch_plans_on_the_reference_path() {
+fn a_packed_batch_plans_the_sm80_forward_and_the_reference_backward() {
     let handle = planner();
     let (tokens, heads, dim) = (32, 4, 512);
     let q = TensorDesc::bnhd(DataType::BFloat16, 1, heads, tokens, dim).unwrap();
@@ -53,9 +53,13 @@ fn a_packed_batch_plans_on_the_reference_path() {
         attn.set_slices(Some(&slices)).unwrap();
     } // dropped: the descriptor keeps its own copy
     let sliced = handle.describe_forward_plan(&attn, &t).unwrap();
-    assert!(sliced.contains("kernel: reference"), "{sliced}");
+    assert!(sliced.contains("kernel: sm80.forward"), "{sliced}");
     assert!(sliced.contains("slices=3"), "{sliced}");
-    assert!(sliced.contains("attention slices (the reference path serves them)"), "{sliced}");
+    let b =
+        BackwardTensors { q: &q, k: &q, v: &q, o: &q, d_o: &q, lse: &lse, dq: &q, dk: &q, dv: &q };
+    let backward = handle.describe_backward_plan(&attn, &b).unwrap();
+    assert!(backward.contains("kernel: reference"), "{backward}");
+    assert!(backward.contains("attention slices (the reference path serves them)"), "{backward}");
     attn.set_slices(None).unwrap();
     assert_eq!(handle.describe_forward_plan(&attn, &t).unwrap(), plain);
 }

@@ -171,7 +171,11 @@ __global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64
     const int64_t j = i - rho * seqKv;
     const RowCoord c = queryRow(g, rho);
     const float rowLse = lse[c.b * ls.b + c.h * ls.h + c.n * ls.n];
-    const bool visible = rowLse != -INFINITY && sees(mask, rowKeys(mask, c.n, seqKv), c.n, j);
+    // Per element: only the slices' own test (segment lookup), not the row's hull as well.
+    const bool seen = mask.slices.slices != nullptr
+                          ? slices::sees(mask.slices, slices::segmentOf(mask.slices, c.n), c.n, j)
+                          : sees(mask, rowKeys(mask, c.n, seqKv), c.n, j);
+    const bool visible = rowLse != -INFINITY && seen;
     scores[i] = visible ? expf(scores[i] - rowLse) : 0.0f;
   }
 }

@@ -22,10 +22,10 @@ inline std::string planLine(const std::string& text, const std::string& key) {
   return text.substr(from, text.find('\n', from) - from);
 }
 
-inline Described describeForward(const Handle& h, ffpaTensorDescriptor_t q, ffpaTensorDescriptor_t k,
-                                 ffpaTensorDescriptor_t v, ffpaTensorDescriptor_t o, ffpaTensorDescriptor_t lse,
-                                 ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
-  Attention attn(causal);
+// With any attention descriptor (slices attached, say).
+inline Described describeForward(const Handle& h, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t q,
+                                 ffpaTensorDescriptor_t k, ffpaTensorDescriptor_t v, ffpaTensorDescriptor_t o,
+                                 ffpaTensorDescriptor_t lse) {
   size_t length = 0;
   const ffpaStatus_t status = ffpaDescribeAttentionForwardPlan(h, attn, q, k, v, o, lse, nullptr, 0, &length);
   if (status != FFPA_STATUS_SUCCESS) return {status, "", "", lastError()};
@@ -34,20 +34,34 @@ inline Described describeForward(const Handle& h, ffpaTensorDescriptor_t q, ffpa
   return {status, planLine(text, "kernel"), planLine(text, "config"), text};
 }
 
+inline Described describeForward(const Handle& h, ffpaTensorDescriptor_t q, ffpaTensorDescriptor_t k,
+                                 ffpaTensorDescriptor_t v, ffpaTensorDescriptor_t o, ffpaTensorDescriptor_t lse,
+                                 ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
+  Attention attn(causal);
+  return describeForward(h, attn, q, k, v, o, lse);
+}
+
 inline Described describeForward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
   return describeForward(h, p.q, p.k, p.v, p.o, p.lse, causal);
 }
 
-inline Described describeBackward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
-  Attention attn(causal);
+inline Described describeBackward(const Handle& h, ffpaAttentionDescriptor_t attn, ffpaTensorDescriptor_t q,
+                                  ffpaTensorDescriptor_t k, ffpaTensorDescriptor_t v, ffpaTensorDescriptor_t o,
+                                  ffpaTensorDescriptor_t dO, ffpaTensorDescriptor_t lse, ffpaTensorDescriptor_t dq,
+                                  ffpaTensorDescriptor_t dk, ffpaTensorDescriptor_t dv) {
   size_t length = 0;
-  const ffpaStatus_t status = ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq,
-                                                                p.dk, p.dv, nullptr, 0, &length);
+  const ffpaStatus_t status =
+      ffpaDescribeAttentionBackwardPlan(h, attn, q, k, v, o, dO, lse, dq, dk, dv, nullptr, 0, &length);
   if (status != FFPA_STATUS_SUCCESS) return {status, "", "", lastError()};
   std::string text(length, '\0');
-  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv,
-                                               text.data(), length + 1, nullptr));
+  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, q, k, v, o, dO, lse, dq, dk, dv, text.data(), length + 1,
+                                               nullptr));
   return {status, planLine(text, "kernel"), planLine(text, "config"), text};
+}
+
+inline Described describeBackward(const Handle& h, const Problem& p, ffpaCausalMode_t causal = FFPA_CAUSAL_NONE) {
+  Attention attn(causal);
+  return describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
 }
 
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

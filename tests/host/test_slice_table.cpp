@@ -62,6 +62,20 @@ ffpaStatus_t statusOf(const std::vector<SliceRange>& list, std::string* message 
   }
 }
 
+// CHECKs that `call` throws ffpa::Error with a message holding `fragment` (and `status`, when
+// not SUCCESS).
+template <class Call>
+void failsWith(Call&& call, const char* fragment, ffpaStatus_t status = FFPA_STATUS_SUCCESS) {
+  try {
+    call();
+    FAIL("no error");
+  } catch (const ffpa::Error& e) {
+    CHECK(e.status() != FFPA_STATUS_SUCCESS);
+    if (status != FFPA_STATUS_SUCCESS) CHECK(e.status() == status);
+    CHECK_MESSAGE(std::string(e.what()).find(fragment) != std::string::npos, e.what());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("slices: each mask gives one contiguous span per row, as the rule says") {
@@ -193,15 +207,7 @@ TEST_CASE("slices: ranges and masks from plain arrays are checked, naming the sl
   const int32_t masks[] = {0, 1};
   CHECK(ffpa::slices::slicesFromRanges(2, q, k, masks).size() == 2);
   CHECK(ffpa::slices::slicesFromRanges(2, q, k, nullptr)[1].mask == FFPA_SLICE_MASK_FULL);
-  const auto fails = [](auto&& call, const char* fragment) {
-    try {
-      call();
-      FAIL("no error");
-    } catch (const ffpa::Error& e) {
-      CHECK(e.status() != FFPA_STATUS_SUCCESS);
-      CHECK_MESSAGE(std::string(e.what()).find(fragment) != std::string::npos, e.what());
-    }
-  };
+  const auto fails = [](auto&& call, const char* fragment) { failsWith(call, fragment); };
   fails([&] { ffpa::slices::slicesFromRanges(0, q, k, masks); }, "count is 0; allowed: 1 to FFPA_MAX_SLICES");
   fails([&] { ffpa::slices::slicesFromRanges(FFPA_MAX_SLICES + 1, q, k, masks); }, "FFPA_MAX_SLICES");
   fails([&] { ffpa::slices::slicesFromRanges(2, nullptr, k, masks); }, "queryRanges");
@@ -227,13 +233,7 @@ TEST_CASE("slices: offsets of a packed batch give one slice per sequence with qu
   CHECK(self[1].k0 == 3);
   CHECK(self[1].k1 == 10);
   const auto fails = [](auto&& call, const char* fragment) {
-    try {
-      call();
-      FAIL("no error");
-    } catch (const ffpa::Error& e) {
-      CHECK(e.status() == FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND);
-      CHECK_MESSAGE(std::string(e.what()).find(fragment) != std::string::npos, e.what());
-    }
+    failsWith(call, fragment, FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND);
   };
   const int32_t late[] = {1, 3};
   fails([&] { ffpa::slices::slicesFromOffsets(1, late, nullptr, 0); }, "queryOffsets[0] is 1");

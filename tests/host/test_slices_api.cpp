@@ -35,19 +35,7 @@ struct PackedProblem {
   static constexpr int32_t kOffsets[] = {0, 5, 16, 32};
 
   Described describe(const Handle& h, ffpaAttentionDescriptor_t attn) const {
-    size_t length = 0;
-    Described d{ffpaDescribeAttentionForwardPlan(h, attn, q, k, v, o, lse, nullptr, 0, &length), {}, {}, {}};
-    if (d.status != FFPA_STATUS_SUCCESS) {
-      d.text = lastError();
-      return d;
-    }
-    d.text.resize(length + 1);
-    REQUIRE_OK(ffpaDescribeAttentionForwardPlan(h, attn, q, k, v, o, lse, d.text.data(), length + 1, nullptr));
-    d.text.resize(length);
-    d.text = "\n" + d.text;
-    d.kernel = planLine(d.text, "kernel");
-    d.config = planLine(d.text, "config");
-    return d;
+    return describeForward(h, attn, q, k, v, o, lse);
   }
 };
 
@@ -118,14 +106,10 @@ TEST_CASE("slices api: a packed batch plans the sm80 forward and the reference b
   // The backward runs on the reference path; the sm80 backward says why it passes.
   REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
   Tensor dO{FFPA_DATA_TYPE_BFLOAT16, {1, 4, 32, 512}};
-  size_t length = 0;
-  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, nullptr, 0,
-                                               &length));
-  std::string text(length + 1, '\0');
-  REQUIRE_OK(ffpaDescribeAttentionBackwardPlan(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, text.data(),
-                                               text.size(), nullptr));
-  CHECK(planLine("\n" + text, "kernel").find("reference") != std::string::npos);
-  CHECK(text.find("attention slices (the reference path serves them)") != std::string::npos);
+  const Described backward = describeBackward(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v);
+  REQUIRE_MESSAGE(backward.status == FFPA_STATUS_SUCCESS, backward.text);
+  CHECK(backward.kernel.find("reference") != std::string::npos);
+  CHECK(backward.text.find("attention slices (the reference path serves them)") != std::string::npos);
   size_t bytes = 0;
   REQUIRE_OK(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, &bytes));
   CHECK(bytes > 0);

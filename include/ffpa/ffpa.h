@@ -187,6 +187,8 @@ typedef enum ffpaStatus FFPA_ENUM_TYPE {
   FFPA_STATUS_EXECUTION_FAILED_CUBLAS = 5002,
   /** The sanity check (#FFPA_POLICY_SANITY_CHECK) found NaN or infinity in an input or output. */
   FFPA_STATUS_EXECUTION_FAILED_NON_FINITE = 5003,
+  /** An NCCL call of a context-parallel call failed; the message carries NCCL's error string. */
+  FFPA_STATUS_EXECUTION_FAILED_NCCL = 5004,
 
   /** @cond FFPA_INTERNAL */
   FFPA_STATUS_FORCE_INT32 = 0x7fffffff
@@ -1293,6 +1295,151 @@ FFPA_API ffpaStatus_t ffpaAttentionSinksBackward(ffpaHandle_t handle, const floa
                                                  ffpaTensorDescriptor_t doDesc, const void* dO,
                                                  ffpaTensorDescriptor_t lseDesc, const float* lse,
                                                  float* dSinks);
+
+/** @} */
+
+/* ============================================================================================ */
+/** @defgroup context_parallel Context parallelism over NCCL
+ *
+ * A sequence too long for one GPU is sharded over the `P` ranks of an NCCL communicator: each
+ * rank holds `n` of the `N = P * n` tokens of Q, K, V (and O, dO, the log-sum-exp and the
+ * gradients). With a context-parallel object attached to the attention descriptor
+ * (ffpaSetAttentionDescriptorContextParallel()), ffpaAttentionForward() and
+ * ffpaAttentionBackward() on every rank, with descriptors of the **local** shards
+ * (`[B, H, n, D]`), compute attention over the **whole** sequence:
+ *
+ * - the key/value blocks travel a ring (`ncclSend` to rank + 1, `ncclRecv` from rank - 1, in one
+ *   group per step, on a stream of the object's own) while each rank computes its queries
+ *   against the block it holds; each step's partial output is merged into an fp32 running result
+ *   by its log-sum-exp, and written out in the tensors' type after the last step;
+ * - the backward sends K/V around the ring again, with each block's dK/dV (fp32) travelling
+ *   along and collecting every rank's contribution until they reach their home rank; each rank
+ *   sums its dQ in fp32;
+ * - the attention descriptor's causal mode is the mask over the whole sequence: any causal mode
+ *   means "token i sees token j when j <= i" (Q and K/V are sharded alike, so local Nq = Nkv);
+ *   FFPA_CAUSAL_NONE lets every token see every token (then local Nq and Nkv may differ);
+ * - #FFPA_SHARDING_ZIGZAG balances causal work: the sequence is cut into `2P` chunks and rank
+ *   `r` holds chunks `r` and `2P - 1 - r`, so that every rank computes the same number of
+ *   visible pairs (ffpaGetContextParallelShard() says which tokens a rank holds).
+ *
+ * Every rank must make the same calls with the same shapes, in the same order (as with any NCCL
+ * collective). The calls stay stream-ordered: they never synchronize the host and allocate
+ * nothing (buffers come from the workspace, whose query accounts for them), so they can be
+ * captured in a CUDA graph when the communicator allows it. Attention slices and context
+ * parallelism cannot be combined yet (#FFPA_STATUS_NOT_SUPPORTED).
+ *
+ * Precision: each step's partial output is rounded to the tensors' type once before its merge
+ * (in fp32); the backward rounds each step's dQ/dK/dV contribution to the tensors' type before
+ * adding it in fp32. Errors stay within a few units of the last place of the output type.
+ *
+ * NCCL is optional at build time (Meson option `nccl`); without it ffpaCreateContextParallel()
+ * returns #FFPA_STATUS_NOT_SUPPORTED, and ffpaGetBuildInfo() says `NCCL no`.
+ *  @{ */
+
+/** @cond FFPA_INTERNAL */
+struct ncclComm; /* NCCL's communicator: ncclComm_t is `struct ncclComm*` */
+/** @endcond */
+
+/** An opaque context-parallel object: a rank's place in a ring, and its exchange stream. */
+typedef struct ffpaContextParallelStruct* ffpaContextParallel_t;
+
+/** How a sequence is sharded over the ranks (`n` tokens per rank, `P` ranks). */
+typedef enum ffpaSharding_t FFPA_ENUM_TYPE {
+  /** Rank `r` holds tokens `[r * n, (r + 1) * n)`. Under a causal mask the last rank computes
+   *  `P` times as much as the first. */
+  FFPA_SHARDING_CONTIGUOUS = 0,
+  /** `2P` chunks of `n / 2` tokens; rank `r` holds chunk `r` then chunk `2P - 1 - r` (`n` even).
+   *  Every rank computes the same share of a causal mask. */
+  FFPA_SHARDING_ZIGZAG = 1,
+  /** @cond FFPA_INTERNAL */
+  FFPA_SHARDING_FORCE_INT32 = 0x7fffffff
+  /** @endcond */
+} ffpaSharding_t;
+
+/**
+ * Creates a context-parallel object for the calling rank of an NCCL communicator.
+ *
+ * Reads the rank and the number of ranks from @p comm, and creates a stream and four events on
+ * the handle's device (so it allocates; do it once). The communicator must belong to the
+ * handle's device and outlive every call that uses the object; libffpa never destroys it.
+ *
+ * @param handle   A handle that executes (not made with ffpaCreateForDevice()).
+ * @param[out] cp  Receives the object; set to NULL on failure.
+ * @param comm     The caller's `ncclComm_t`.
+ * @param sharding How the sequence is sharded: #FFPA_SHARDING_CONTIGUOUS or
+ *                 #FFPA_SHARDING_ZIGZAG.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown @p sharding;
+ *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE; #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a
+ *         handle made for a described device; #FFPA_STATUS_NOT_SUPPORTED for a library built
+ *         without NCCL; #FFPA_STATUS_EXECUTION_FAILED_NCCL; #FFPA_STATUS_EXECUTION_FAILED_CUDA.
+ */
+FFPA_API ffpaStatus_t ffpaCreateContextParallel(ffpaHandle_t handle, ffpaContextParallel_t* cp,
+                                                struct ncclComm* comm, ffpaSharding_t sharding);
+
+/**
+ * Creates a context-parallel object without a communicator, for rank @p rank of @p ranks: its
+ * workspace sizes and plan descriptions are those of a real one, on any handle (also one made
+ * with ffpaCreateForDevice()), but ffpaAttentionForward() and ffpaAttentionBackward() refuse it
+ * with #FFPA_STATUS_NOT_SUPPORTED.
+ * @param handle   The handle.
+ * @param[out] cp  Receives the object; set to NULL on failure.
+ * @param ranks    Number of ranks, 1 to 65536.
+ * @param rank     This rank, 0 to @p ranks - 1.
+ * @param sharding #FFPA_SHARDING_CONTIGUOUS or #FFPA_SHARDING_ZIGZAG.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaCreateContextParallelForDescription(ffpaHandle_t handle,
+                                                              ffpaContextParallel_t* cp,
+                                                              int32_t ranks, int32_t rank,
+                                                              ffpaSharding_t sharding);
+
+/**
+ * Destroys a context-parallel object. Attention descriptors it is attached to keep what they
+ * need (they stay usable); work already enqueued is not waited for.
+ * @param cp The object, or NULL (then nothing happens).
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaDestroyContextParallel(ffpaContextParallel_t cp);
+
+/**
+ * Facts about a context-parallel object, each output optional (NULL skips it).
+ * @param cp             The object.
+ * @param[out] ranks     Number of ranks of the ring.
+ * @param[out] rank      The object's rank.
+ * @param[out] sharding  Its sharding.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetContextParallelInfo(ffpaContextParallel_t cp, int32_t* ranks,
+                                                 int32_t* rank, ffpaSharding_t* sharding);
+
+/**
+ * The tokens of the whole sequence the object's rank holds, in local order: with @p localLength
+ * tokens per rank, writes `count` (1 contiguous, 2 zigzag) half-open ranges `[begin, end)` of
+ * global token indices to @p ranges as `begin0, end0, begin1, end1`.
+ * @param cp            The object.
+ * @param localLength   Tokens per rank (`n`), at least 1; even for zigzag sharding.
+ * @param[out] ranges   Room for 4 values.
+ * @param[out] count    Receives the number of ranges written.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
+ *         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH for an odd length with zigzag sharding;
+ *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a length below 1 or one whose sequence
+ *         (`ranks * localLength`) exceeds 2^62; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaGetContextParallelShard(ffpaContextParallel_t cp, int64_t localLength,
+                                                  int64_t* ranges, int32_t* count);
+
+/**
+ * Attaches a context-parallel object to an attention descriptor (the descriptor keeps a shared
+ * reference), or detaches it with NULL. Attached, the descriptor's calls are those of one rank
+ * of the ring; their descriptors describe the rank's shards.
+ * @param desc The attention descriptor.
+ * @param cp   The object, or NULL.
+ * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE.
+ */
+FFPA_API ffpaStatus_t ffpaSetAttentionDescriptorContextParallel(ffpaAttentionDescriptor_t desc,
+                                                                ffpaContextParallel_t cp);
 
 /** @} */
 

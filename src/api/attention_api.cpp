@@ -6,10 +6,10 @@
 #include "core/descriptors.h"
 #include "core/device.h"
 #include "core/handle.h"
+#include "core/plan_launch.h"
 #include "core/problem.h"
-#include "core/sanity_check.h"
-#include "core/slice_table.h"
 #include "core/workspace_layout.h"
+#include "cp/context_parallel.h"
 
 #include <cstdint>
 #include <initializer_list>
@@ -41,12 +41,11 @@ void checkOperands(std::initializer_list<Operand> operands) {
   }
 }
 
-void checkWorkspace(const Plan& plan, const void* workspace, size_t workspaceSize,
-                    const char* queryName) {
-  require(workspaceSize >= plan.workspaceBytes, FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT,
-          "workspaceSize is ", workspaceSize, " bytes; this problem needs ", plan.workspaceBytes,
+void checkWorkspace(size_t needed, const void* workspace, size_t workspaceSize, const char* queryName) {
+  require(workspaceSize >= needed, FFPA_STATUS_BAD_PARAM_SIZE_INSUFFICIENT,
+          "workspaceSize is ", workspaceSize, " bytes; this problem needs ", needed,
           " (see ", queryName, ")");
-  if (plan.workspaceBytes == 0) return;
+  if (needed == 0) return;
   requireNotNull(workspace, "workspace");
   require(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment == 0,
           FFPA_STATUS_BAD_PARAM_MISALIGNED_POINTER, "workspace (", workspace,
@@ -54,20 +53,37 @@ void checkWorkspace(const Plan& plan, const void* workspace, size_t workspaceSiz
 }
 
 // The part of the workspace the plan uses, as an operand that must overlap no tensor.
-Operand workspaceOperand(const Plan& plan, const void* workspace) {
-  return {"workspace", workspace, nullptr, static_cast<int64_t>(plan.workspaceBytes), true};
+Operand workspaceOperand(size_t bytes, const void* workspace) {
+  return {"workspace", workspace, nullptr, static_cast<int64_t>(bytes), true};
 }
 
 // Why a call plans: to size or describe (may tune: allocate and synchronize), or to execute (may
 // not; see core/autotune.h).
 enum class Purpose { Prepare, Execute };
 
+// A planned call: one plan, or, for a descriptor with a context-parallel object, the ring plan
+// of this rank (one plan per block of each step).
 struct PlannedCall {
   Context& context;
   CallSnapshot snapshot;
   AttentionProblem problem;
   std::shared_ptr<const Plan> plan;
+  std::shared_ptr<cp::ContextParallel> contextParallel;
+  std::shared_ptr<const cp::RingPlan> ring;
+
+  size_t workspaceBytes() const { return ring ? ring->workspaceBytes : plan->workspaceBytes; }
 };
+
+PlannedCall planned(Context& context, CallSnapshot snapshot, AttentionProblem problem,
+                    const AttentionSettings& settings, Purpose purpose) {
+  const bool mayTune = purpose == Purpose::Prepare;
+  if (settings.contextParallel) {
+    auto ring = settings.contextParallel->plan(context, *snapshot.policy, mayTune, problem);
+    return {context, std::move(snapshot), std::move(problem), nullptr, settings.contextParallel, std::move(ring)};
+  }
+  auto plan = context.plan(problem, *snapshot.policy, mayTune);
+  return {context, std::move(snapshot), std::move(problem), std::move(plan), nullptr, nullptr};
+}
 
 PlannedCall planForward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
                         ffpaTensorDescriptor_t qDesc, ffpaTensorDescriptor_t kDesc,
@@ -76,11 +92,10 @@ PlannedCall planForward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
   Context& context = contextOf(handle);
   CallSnapshot snapshot = context.snapshot();
   setCallLogLevel(snapshot.policy->logLevel());
-  AttentionProblem problem = forwardProblem(
-      attentionSettings(attn, "attn"), tensorLayout(qDesc, "qDesc"), tensorLayout(kDesc, "kDesc"),
-      tensorLayout(vDesc, "vDesc"), tensorLayout(oDesc, "oDesc"), lse);
-  auto plan = context.plan(problem, *snapshot.policy, purpose == Purpose::Prepare);
-  return {context, std::move(snapshot), std::move(problem), std::move(plan)};
+  const AttentionSettings& settings = attentionSettings(attn, "attn");
+  AttentionProblem problem = forwardProblem(settings, tensorLayout(qDesc, "qDesc"), tensorLayout(kDesc, "kDesc"),
+                                            tensorLayout(vDesc, "vDesc"), tensorLayout(oDesc, "oDesc"), lse);
+  return planned(context, std::move(snapshot), std::move(problem), settings, purpose);
 }
 
 BackwardLayouts backwardLayouts(ffpaTensorDescriptor_t qDesc, ffpaTensorDescriptor_t kDesc,
@@ -100,33 +115,32 @@ PlannedCall planBackward(ffpaHandle_t handle, ffpaAttentionDescriptor_t attn,
   Context& context = contextOf(handle);
   CallSnapshot snapshot = context.snapshot();
   setCallLogLevel(snapshot.policy->logLevel());
-  AttentionProblem problem = backwardProblem(attentionSettings(attn, "attn"), layouts);
-  auto plan = context.plan(problem, *snapshot.policy, purpose == Purpose::Prepare);
-  return {context, std::move(snapshot), std::move(problem), std::move(plan)};
+  const AttentionSettings& settings = attentionSettings(attn, "attn");
+  AttentionProblem problem = backwardProblem(settings, layouts);
+  return planned(context, std::move(snapshot), std::move(problem), settings, purpose);
 }
 
-void execute(const PlannedCall& call, TensorArgs tensors, void* workspace) {
-  const Context& context = call.context;
-  const DeviceRuntime& runtime = context.executableRuntime();
-  if (call.problem.slices != nullptr) {
-    tensors.slices = call.problem.slices->deviceView(context.device().ordinal, "attn");
-  }
-  ScopedDevice device(context.device().ordinal);
-  call.plan->payload->launch({call.problem, tensors, workspace, call.plan->kernelWorkspaceBytes,
-                              call.snapshot.stream, runtime});
-  if (call.snapshot.policy->flag(FFPA_POLICY_SANITY_CHECK)) {
-    runSanityCheck(call.problem, tensors, slice<void>(workspace, call.plan->sanityScratchOffset),
-                   call.snapshot.stream, call.snapshot.policy->logLevel());
+void execute(const PlannedCall& call, const TensorArgs& tensors, void* workspace) {
+  if (call.ring) {
+    call.contextParallel->execute(call.context, call.snapshot, *call.ring, tensors, workspace);
+  } else {
+    launchPlan(call.context, call.snapshot, call.problem, *call.plan, tensors, workspace);
   }
 }
 
 // The text of ffpaDescribeAttention*Plan.
 void describePlan(const PlannedCall& call, char* buffer, size_t size, size_t* length) {
-  const Plan& plan = *call.plan;
-  std::string text = cat("problem: ", describe(call.problem), "\nkernel: ", plan.kernel,
-                         "\nconfig: ", plan.config, "\nworkspace: ", plan.workspaceBytes, " bytes\n");
-  std::istringstream skipped(plan.skipped);
-  for (std::string line; std::getline(skipped, line);) text += cat("skipped: ", line, "\n");
+  std::string text;
+  if (call.ring) {
+    text = cat("problem: ", describe(call.problem), "\n", cp::describeRing(*call.ring),
+               "workspace: ", call.ring->workspaceBytes, " bytes\n");
+  } else {
+    const Plan& plan = *call.plan;
+    text = cat("problem: ", describe(call.problem), "\nkernel: ", plan.kernel, "\nconfig: ", plan.config,
+               "\nworkspace: ", plan.workspaceBytes, " bytes\n");
+    std::istringstream skipped(plan.skipped);
+    for (std::string line; std::getline(skipped, line);) text += cat("skipped: ", line, "\n");
+  }
   const size_t whole = copyText(text, buffer, size);
   if (length != nullptr) *length = whole;
 }
@@ -144,7 +158,7 @@ FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
     ffpa::requireNotNull(bytes, "bytes");
     const ffpa::TensorLayout* lse = lseDesc == nullptr ? nullptr : &ffpa::tensorLayout(lseDesc, "lseDesc");
     *bytes = ffpa::planForward(handle, attn, qDesc, kDesc, vDesc, oDesc, lse, ffpa::Purpose::Prepare)
-                 .plan->workspaceBytes;
+                 .workspaceBytes();
   });
 }
 
@@ -173,13 +187,13 @@ FFPA_API ffpaStatus_t ffpaAttentionForward(
     const ffpa::Operand kOp = tensorOperand("k", k, &ffpa::tensorLayout(kDesc, "kDesc"), false);
     const ffpa::Operand vOp = tensorOperand("v", v, &ffpa::tensorLayout(vDesc, "vDesc"), false);
     const ffpa::Operand oOp = tensorOperand("o", o, &ffpa::tensorLayout(oDesc, "oDesc"), true);
-    const ffpa::Operand wsOp = ffpa::workspaceOperand(*call.plan, workspace);
+    const ffpa::Operand wsOp = ffpa::workspaceOperand(call.workspaceBytes(), workspace);
     if (lseLayout != nullptr) {
       ffpa::checkOperands({qOp, kOp, vOp, oOp, tensorOperand("lse", lse, lseLayout, true), wsOp});
     } else {
       ffpa::checkOperands({qOp, kOp, vOp, oOp, wsOp});
     }
-    ffpa::checkWorkspace(*call.plan, workspace, workspaceSize, "ffpaGetAttentionForwardWorkspaceSize");
+    ffpa::checkWorkspace(call.workspaceBytes(), workspace, workspaceSize, "ffpaGetAttentionForwardWorkspaceSize");
     ffpa::TensorArgs tensors;
     tensors.q = q;
     tensors.k = k;
@@ -199,7 +213,7 @@ FFPA_API ffpaStatus_t ffpaGetAttentionBackwardWorkspaceSize(
     ffpa::requireNotNull(bytes, "bytes");
     const ffpa::BackwardLayouts layouts = ffpa::backwardLayouts(
         qDesc, kDesc, vDesc, oDesc, doDesc, lseDesc, dqDesc, dkDesc, dvDesc);
-    *bytes = ffpa::planBackward(handle, attn, layouts, ffpa::Purpose::Prepare).plan->workspaceBytes;
+    *bytes = ffpa::planBackward(handle, attn, layouts, ffpa::Purpose::Prepare).workspaceBytes();
   });
 }
 
@@ -232,8 +246,8 @@ FFPA_API ffpaStatus_t ffpaAttentionBackward(
                          tensorOperand("v", v, t.v, false), tensorOperand("o", o, t.o, false),
                          tensorOperand("dO", dO, t.dO, false), tensorOperand("lse", lse, t.lse, false),
                          tensorOperand("dq", dq, t.dq, true), tensorOperand("dk", dk, t.dk, true),
-                         tensorOperand("dv", dv, t.dv, true), ffpa::workspaceOperand(*call.plan, workspace)});
-    ffpa::checkWorkspace(*call.plan, workspace, workspaceSize, "ffpaGetAttentionBackwardWorkspaceSize");
+                         tensorOperand("dv", dv, t.dv, true), ffpa::workspaceOperand(call.workspaceBytes(), workspace)});
+    ffpa::checkWorkspace(call.workspaceBytes(), workspace, workspaceSize, "ffpaGetAttentionBackwardWorkspaceSize");
     ffpa::TensorArgs tensors;
     tensors.q = q;
     tensors.k = k;

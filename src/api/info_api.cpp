@@ -11,7 +11,7 @@ FFPA_API uint32_t ffpaGetVersion(void) { return FFPA_VERSION; }
 FFPA_API const char* ffpaGetBuildInfo(void) {
   return "libffpa " FFPA_BUILD_VERSION " (CUDA " FFPA_BUILD_CUDA_VERSION "; architectures "
          FFPA_BUILD_ARCHS "; head dims " FFPA_BUILD_HEADDIMS "; stages " FFPA_BUILD_STAGES
-         "; kernel set " FFPA_BUILD_KERNEL_SET ")";
+         "; kernel set " FFPA_BUILD_KERNEL_SET "; NCCL " FFPA_BUILD_NCCL ")";
 }
 
 FFPA_API const char* ffpaGetErrorString(ffpaStatus_t status) { return ffpa::statusName(status); }

@@ -12,6 +12,9 @@ namespace ffpa {
 namespace slices {
 class SliceTable;
 }
+namespace cp {
+class ContextParallel;
+}
 
 // A checked strided tensor: dims and strides in elements, nbDims of them (3 or 4).
 struct TensorLayout {
@@ -42,6 +45,8 @@ struct AttentionSettings {
   float scale = 0.0f;
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
   std::shared_ptr<const slices::SliceTable> slices;  // the mask instead of `causal`, when set
+  // When set, calls are those of one rank of a context-parallel ring.
+  std::shared_ptr<cp::ContextParallel> contextParallel;
 };
 
 void setAttentionAttribute(AttentionSettings& settings, ffpaAttentionAttribute_t attr,

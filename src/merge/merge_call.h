@@ -30,6 +30,9 @@ struct MergeProblem {
   int64_t batch = 0, heads = 0, seq = 0, headDim = 0;
   Strides partialO{}, partialLse{}, o{}, lse{};  // elements, [B, H, N, D] order
   bool hasLse = false;
+  // The output (O and its LSE, so hasLse) holds one more part before the merge: a running result
+  // that the partials are folded into, in place (context parallelism; not in the public API).
+  bool carry = false;
 };
 
 struct MergeLayouts {

@@ -27,6 +27,7 @@ struct MergeParams {
   float* lse;          // null: not wanted
   const float* sinks;  // [H], or null: one more part per row, O = 0 and LSE = sinks[h]
   int32_t count;
+  bool carry;          // O and LSE hold one more part, read before they are written
   int64_t heads, seq, headDim, rows;  // rows = B * H * N
   RowStrides partialOStrides, partialLseStrides, oStrides, lseStrides;
 };
@@ -48,11 +49,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) mergeRows(const Mer
     const int64_t h = row / p.seq % p.heads;
     const int64_t b = row / p.seq / p.heads;
     const int64_t lseAt = p.partialLseStrides.offset(b, h, n);
-    const int parts = p.count + (p.sinks != nullptr);
-    const merge::RowTotals totals = merge::rowTotals(
-        parts, [&](int i) { return i < p.count ? p.partialLse[i][lseAt] : p.sinks[h]; });
+    const int64_t outLseAt = p.lseStrides.offset(b, h, n);
+    // The carried part (every lane reads it): the running result a merge folds a new part into.
+    const float carryLse = p.carry ? p.lse[outLseAt] : -INFINITY;
+    const int parts = p.count + (p.carry ? 1 : 0) + (p.sinks != nullptr);
+    const merge::RowTotals totals = merge::rowTotals(parts, [&](int i) {
+      return i < p.count ? p.partialLse[i][lseAt] : (p.carry && i == p.count) ? carryLse : p.sinks[h];
+    });
     const float laneLse = lane < p.count ? p.partialLse[lane][lseAt] : -INFINITY;
     if (lane < p.count) rowWeights[lane] = merge::partWeight(laneLse, totals);
+    const float carryWeight = merge::partWeight(carryLse, totals);
     // Parts without keys are not read (their O may hold anything); a part whose weight only
     // underflows to 0 still is, so that NaN in it reaches the output as in the forward.
     const unsigned keyless = __ballot_sync(0xffffffffu, laneLse == -INFINITY);
@@ -60,7 +66,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) mergeRows(const Mer
     // updated in place may now be written.
     __syncwarp();
     if (p.lse != nullptr && lane == 0) {
-      p.lse[p.lseStrides.offset(b, h, n)] = merge::mergedLse(totals);
+      p.lse[outLseAt] = merge::mergedLse(totals);
     }
     const int64_t inRow = p.partialOStrides.offset(b, h, n);
     Out* outRow = static_cast<Out*>(p.o) + p.oStrides.offset(b, h, n);
@@ -73,6 +79,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) mergeRows(const Mer
             static_cast<const In*>(p.partialO[i]) + inRow + column);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) sum[e] += weight * toFloat(x.value[e]);
+      }
+      if (carryLse != -INFINITY) {
+        const auto x = *reinterpret_cast<const Pack<Out, kVec>*>(outRow + column);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) sum[e] += carryWeight * toFloat(x.value[e]);
       }
       Pack<Out, kVec> y;
 #pragma unroll
@@ -94,6 +105,7 @@ MergeParams paramsOf(const MergeProblem& problem, const MergeTensors& tensors) {
   p.lse = problem.hasLse ? tensors.lse : nullptr;
   p.sinks = tensors.sinks;
   p.count = problem.count;
+  p.carry = problem.carry;
   p.heads = problem.heads;
   p.seq = problem.seq;
   p.headDim = problem.headDim;

@@ -45,6 +45,7 @@ const (
 	StatusExecutionFailedCUDA         Status = C.FFPA_STATUS_EXECUTION_FAILED_CUDA
 	StatusExecutionFailedCUBLAS       Status = C.FFPA_STATUS_EXECUTION_FAILED_CUBLAS
 	StatusExecutionFailedNonFinite    Status = C.FFPA_STATUS_EXECUTION_FAILED_NON_FINITE
+	StatusExecutionFailedNccl         Status = C.FFPA_STATUS_EXECUTION_FAILED_NCCL
 )
 
 // Category returns the category of s: StatusSuccess, StatusNotInitialized,

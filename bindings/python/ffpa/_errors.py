@@ -38,6 +38,7 @@ class Status(enum.IntEnum):
     EXECUTION_FAILED_CUDA = 5001
     EXECUTION_FAILED_CUBLAS = 5002
     EXECUTION_FAILED_NON_FINITE = 5003
+    EXECUTION_FAILED_NCCL = 5004
 
     @property
     def category(self):

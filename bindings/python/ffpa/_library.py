@@ -73,6 +73,15 @@ SIGNATURES = {
         _status, [_desc, _P(ctypes.c_int32), _P(ctypes.c_int64), _P(ctypes.c_int64),
                   _P(ctypes.c_int64)]),
     "ffpaSetAttentionDescriptorSlices": (_status, [_desc, _desc]),
+    "ffpaCreateContextParallel": (_status, [_handle, _P(_desc), ctypes.c_void_p, ctypes.c_int32]),
+    "ffpaCreateContextParallelForDescription": (
+        _status, [_handle, _P(_desc), ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]),
+    "ffpaDestroyContextParallel": (_status, [_desc]),
+    "ffpaGetContextParallelInfo": (
+        _status, [_desc, _P(ctypes.c_int32), _P(ctypes.c_int32), _P(ctypes.c_int32)]),
+    "ffpaGetContextParallelShard": (
+        _status, [_desc, ctypes.c_int64, _P(ctypes.c_int64), _P(ctypes.c_int32)]),
+    "ffpaSetAttentionDescriptorContextParallel": (_status, [_desc, _desc]),
     "ffpaGetAttentionForwardWorkspaceSize": (_status, [_handle, _desc] + [_desc] * 5 + [_P(_size)]),
     "ffpaAttentionForward": (
         _status, [_handle, _desc] + [_desc, _ptr] * 5 + [_ptr, _size]),

@@ -146,6 +146,10 @@ impl ffpaStatus {
     pub const FFPA_STATUS_EXECUTION_FAILED_NON_FINITE: ffpaStatus = ffpaStatus(5003);
 }
 impl ffpaStatus {
+    #[doc = " An NCCL call of a context-parallel call failed; the message carries NCCL's error string."]
+    pub const FFPA_STATUS_EXECUTION_FAILED_NCCL: ffpaStatus = ffpaStatus(5004);
+}
+impl ffpaStatus {
     #[doc = " @cond FFPA_INTERNAL"]
     pub const FFPA_STATUS_FORCE_INT32: ffpaStatus = ffpaStatus(2147483647);
 }
@@ -1689,6 +1693,133 @@ extern "C" {
         lseDesc: ffpaTensorDescriptor_t,
         lse: *const f32,
         dSinks: *mut f32,
+    ) -> ffpaStatus_t;
+}
+#[doc = " @cond FFPA_INTERNAL"]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct ncclComm {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct ffpaContextParallelStruct {
+    _unused: [u8; 0],
+}
+#[doc = " An opaque context-parallel object: a rank's place in a ring, and its exchange stream."]
+pub type ffpaContextParallel_t = *mut ffpaContextParallelStruct;
+impl ffpaSharding_t {
+    #[doc = " Rank `r` holds tokens `[r * n, (r + 1) * n)`. Under a causal mask the last rank computes"]
+    #[doc = "  `P` times as much as the first."]
+    pub const FFPA_SHARDING_CONTIGUOUS: ffpaSharding_t = ffpaSharding_t(0);
+}
+impl ffpaSharding_t {
+    #[doc = " `2P` chunks of `n / 2` tokens; rank `r` holds chunk `r` then chunk `2P - 1 - r` (`n` even)."]
+    #[doc = "  Every rank computes the same share of a causal mask."]
+    pub const FFPA_SHARDING_ZIGZAG: ffpaSharding_t = ffpaSharding_t(1);
+}
+impl ffpaSharding_t {
+    #[doc = " @cond FFPA_INTERNAL"]
+    pub const FFPA_SHARDING_FORCE_INT32: ffpaSharding_t = ffpaSharding_t(2147483647);
+}
+#[repr(transparent)]
+#[doc = " How a sequence is sharded over the ranks (`n` tokens per rank, `P` ranks)."]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct ffpaSharding_t(pub ::std::os::raw::c_uint);
+extern "C" {
+    #[doc = " Creates a context-parallel object for the calling rank of an NCCL communicator."]
+    #[doc = ""]
+    #[doc = " Reads the rank and the number of ranks from @p comm, and creates a stream and four events on"]
+    #[doc = " the handle's device (so it allocates; do it once). The communicator must belong to the"]
+    #[doc = " handle's device and outlive every call that uses the object; libffpa never destroys it."]
+    #[doc = ""]
+    #[doc = " @param handle   A handle that executes (not made with ffpaCreateForDevice())."]
+    #[doc = " @param[out] cp  Receives the object; set to NULL on failure."]
+    #[doc = " @param comm     The caller's `ncclComm_t`."]
+    #[doc = " @param sharding How the sequence is sharded: #FFPA_SHARDING_CONTIGUOUS or"]
+    #[doc = "                 #FFPA_SHARDING_ZIGZAG."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown @p sharding;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE; #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a"]
+    #[doc = "         handle made for a described device; #FFPA_STATUS_NOT_SUPPORTED for a library built"]
+    #[doc = "         without NCCL; #FFPA_STATUS_EXECUTION_FAILED_NCCL; #FFPA_STATUS_EXECUTION_FAILED_CUDA."]
+    pub fn ffpaCreateContextParallel(
+        handle: ffpaHandle_t,
+        cp: *mut ffpaContextParallel_t,
+        comm: *mut ncclComm,
+        sharding: ffpaSharding_t,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Creates a context-parallel object without a communicator, for rank @p rank of @p ranks: its"]
+    #[doc = " workspace sizes and plan descriptions are those of a real one, on any handle (also one made"]
+    #[doc = " with ffpaCreateForDevice()), but ffpaAttentionForward() and ffpaAttentionBackward() refuse it"]
+    #[doc = " with #FFPA_STATUS_NOT_SUPPORTED."]
+    #[doc = " @param handle   The handle."]
+    #[doc = " @param[out] cp  Receives the object; set to NULL on failure."]
+    #[doc = " @param ranks    Number of ranks, 1 to 65536."]
+    #[doc = " @param rank     This rank, 0 to @p ranks - 1."]
+    #[doc = " @param sharding #FFPA_SHARDING_CONTIGUOUS or #FFPA_SHARDING_ZIGZAG."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaCreateContextParallelForDescription(
+        handle: ffpaHandle_t,
+        cp: *mut ffpaContextParallel_t,
+        ranks: i32,
+        rank: i32,
+        sharding: ffpaSharding_t,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Destroys a context-parallel object. Attention descriptors it is attached to keep what they"]
+    #[doc = " need (they stay usable); work already enqueued is not waited for."]
+    #[doc = " @param cp The object, or NULL (then nothing happens)."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaDestroyContextParallel(cp: ffpaContextParallel_t) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Facts about a context-parallel object, each output optional (NULL skips it)."]
+    #[doc = " @param cp             The object."]
+    #[doc = " @param[out] ranks     Number of ranks of the ring."]
+    #[doc = " @param[out] rank      The object's rank."]
+    #[doc = " @param[out] sharding  Its sharding."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaGetContextParallelInfo(
+        cp: ffpaContextParallel_t,
+        ranks: *mut i32,
+        rank: *mut i32,
+        sharding: *mut ffpaSharding_t,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " The tokens of the whole sequence the object's rank holds, in local order: with @p localLength"]
+    #[doc = " tokens per rank, writes `count` (1 contiguous, 2 zigzag) half-open ranges `[begin, end)` of"]
+    #[doc = " global token indices to @p ranges as `begin0, end0, begin1, end1`."]
+    #[doc = " @param cp            The object."]
+    #[doc = " @param localLength   Tokens per rank (`n`), at least 1; even for zigzag sharding."]
+    #[doc = " @param[out] ranges   Room for 4 values."]
+    #[doc = " @param[out] count    Receives the number of ranges written."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH for an odd length with zigzag sharding;"]
+    #[doc = "         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for a length below 1 or one whose sequence"]
+    #[doc = "         (`ranks * localLength`) exceeds 2^62; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaGetContextParallelShard(
+        cp: ffpaContextParallel_t,
+        localLength: i64,
+        ranges: *mut i64,
+        count: *mut i32,
+    ) -> ffpaStatus_t;
+}
+extern "C" {
+    #[doc = " Attaches a context-parallel object to an attention descriptor (the descriptor keeps a shared"]
+    #[doc = " reference), or detaches it with NULL. Attached, the descriptor's calls are those of one rank"]
+    #[doc = " of the ring; their descriptors describe the rank's shards."]
+    #[doc = " @param desc The attention descriptor."]
+    #[doc = " @param cp   The object, or NULL."]
+    #[doc = " @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE."]
+    pub fn ffpaSetAttentionDescriptorContextParallel(
+        desc: ffpaAttentionDescriptor_t,
+        cp: ffpaContextParallel_t,
     ) -> ffpaStatus_t;
 }
 #[doc = " Counters of a handle's plan cache. Set @ref structSize before calling"]

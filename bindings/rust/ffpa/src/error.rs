@@ -84,6 +84,8 @@ statuses! {
     EXECUTION_FAILED_CUBLAS = FFPA_STATUS_EXECUTION_FAILED_CUBLAS,
     /// The sanity check policy found NaN or infinity in an input or output.
     EXECUTION_FAILED_NON_FINITE = FFPA_STATUS_EXECUTION_FAILED_NON_FINITE,
+    /// An NCCL call of a context-parallel call failed; the message carries NCCL's error string.
+    EXECUTION_FAILED_NCCL = FFPA_STATUS_EXECUTION_FAILED_NCCL,
 }
 
 impl Status {

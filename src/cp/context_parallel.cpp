@@ -1,0 +1,42 @@
+#include "cp/context_parallel.h"
+
+#include "core/error.h"
+
+namespace ffpa::cp {
+
+ContextParallel::ContextParallel(int32_t deviceOrdinal, int32_t ranks, int32_t rank, Sharding sharding,
+                                 std::unique_ptr<Transport> transport)
+    : deviceOrdinal_(deviceOrdinal), ranks_(ranks), rank_(rank), sharding_(sharding),
+      transport_(std::move(transport)) {
+  if (transport_ != nullptr) streams_ = std::make_unique<RingStreams>(deviceOrdinal);
+}
+
+std::shared_ptr<const RingPlan> ContextParallel::plan(Context& context, const Policy& policy, bool mayTune,
+                                                      const AttentionProblem& local) {
+  const PlanKey key = PlanKey::make(local, policy, context.device());
+  {
+    std::lock_guard<std::mutex> lock(plansMutex_);
+    auto found = plans_.find(key);
+    if (found != plans_.end()) return found->second;
+  }
+  auto fresh = std::make_shared<const RingPlan>(planRing(context, policy, mayTune, local, ranks_, rank_, sharding_));
+  std::lock_guard<std::mutex> lock(plansMutex_);
+  return plans_.emplace(key, std::move(fresh)).first->second;
+}
+
+void ContextParallel::execute(const Context& context, const CallSnapshot& snapshot, const RingPlan& plan,
+                              const TensorArgs& tensors, void* workspace) {
+  context.executableRuntime();  // a described device fails first, as plain calls do
+  require(transport_ != nullptr, FFPA_STATUS_NOT_SUPPORTED,
+          "attn's context-parallel object was made by ffpaCreateContextParallelForDescription: it "
+          "sizes and describes calls but has no communicator to run them");
+  require(context.device().ordinal == deviceOrdinal_, FFPA_STATUS_BAD_PARAM, "the handle is on device ",
+          context.device().ordinal, " but attn's context-parallel object on device ", deviceOrdinal_);
+  std::lock_guard<std::mutex> lock(executeMutex_);
+  const RingCall call{context, snapshot, *transport_, *streams_, workspace};
+  const auto program = plan.direction == Direction::Forward ? ringForward(plan, call, tensors)
+                                                              : ringBackward(plan, call, tensors);
+  runRing({program.get()}, [] {});
+}
+
+}  // namespace ffpa::cp

@@ -1,0 +1,435 @@
+#include "cp/ring_attention.h"
+
+#include "core/cuda_check.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/plan_launch.h"
+#include "core/workspace_layout.h"
+#include "cp/row_copy.h"
+#include "merge/merge_call.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace ffpa::cp {
+namespace {
+
+// Dense [B, H, N, D] strides, those of extent-1 dimensions 0 as stridesOf() gives them (so that
+// the blocks' plans are the plans of equal plain calls).
+Strides denseStrides(int64_t b, int64_t h, int64_t n, int64_t d) {
+  Strides s{h * n * d, n * d, d, 1};
+  const int64_t dims[4] = {b, h, n, d};
+  for (int i = 0; i < 4; ++i) {
+    if (dims[i] == 1) s[i] = 0;
+  }
+  return s;
+}
+Strides denseLse(int64_t b, int64_t h, int64_t n) {
+  Strides s = denseStrides(b, h, n, 1);
+  s[3] = 0;
+  return s;
+}
+
+AttentionProblem blockProblem(const RingPlan& plan, const Block& block) {
+  const AttentionProblem& l = plan.local;
+  AttentionProblem p = l;
+  p.seqQ = block.queries.size();
+  p.seqKv = block.keys.size();
+  p.causal = block.causal ? FFPA_CAUSAL_BOTTOM_RIGHT : FFPA_CAUSAL_NONE;
+  p.slices = nullptr;
+  // K and V come from the ring's dense buffers, whatever the caller's layouts.
+  p.k = denseStrides(l.batch, l.headsKv, l.seqKv, l.headDimQk);
+  p.v = denseStrides(l.batch, l.headsKv, l.seqKv, l.headDimV);
+  if (plan.direction == Direction::Forward) {
+    p.o = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);  // the partial O
+    p.lse = denseLse(l.batch, l.headsQ, l.seqQ);
+    p.hasLse = true;
+  } else {
+    p.dq = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimQk);
+    p.dk = p.k;
+    p.dv = p.v;
+  }
+  return p;
+}
+
+void layOut(RingPlan& plan, size_t kernelBytes) {
+  const AttentionProblem& l = plan.local;
+  const size_t elem = elementBytes(l.dtype);
+  const size_t kv = static_cast<size_t>(plan.kvElements());
+  const size_t rows = static_cast<size_t>(l.batch * l.headsQ * l.seqQ);
+  WorkspaceLayout w;
+  plan.kv[0] = w.add(kv * elem);
+  plan.kv[1] = w.add(kv * elem);
+  if (plan.direction == Direction::Forward) {
+    plan.partialO = w.add(rows * l.headDimV * elem);
+    plan.partialLse = w.add(rows * sizeof(float));
+    plan.runO = w.add(rows * l.headDimV * sizeof(float));
+    plan.runLse = w.add(rows * sizeof(float));
+  } else {
+    plan.dq = w.add(rows * l.headDimQk * elem);
+    plan.dkv = w.add(kv * elem);
+    plan.dqSum = w.add(rows * l.headDimQk * sizeof(float));
+    plan.kvPartial = w.add(kv * sizeof(float));
+    plan.kvSum[0] = w.add(kv * sizeof(float));
+    plan.kvSum[1] = w.add(kv * sizeof(float));
+  }
+  plan.kernel = w.add(kernelBytes);
+  plan.workspaceBytes = w.total();
+}
+
+}  // namespace
+
+int64_t RingPlan::kvElements() const {
+  return local.batch * local.headsKv * local.seqKv * (local.headDimQk + local.headDimV);
+}
+
+RingPlan planRing(Context& context, const Policy& policy, bool mayTune, const AttentionProblem& local,
+                  int32_t ranks, int32_t rank, Sharding sharding) {
+  require(local.slices == nullptr, FFPA_STATUS_NOT_SUPPORTED, "attn has both attention slices and a ",
+          "context-parallel communicator; context parallelism takes a causal mask or none (detach one)");
+  RingPlan plan;
+  plan.direction = local.direction;
+  plan.local = local;
+  plan.shape = {ranks, rank, sharding, local.causal != FFPA_CAUSAL_NONE, local.seqQ, local.seqKv};
+  plan.steps = ringSchedule(plan.shape);
+  size_t kernelBytes = 0;
+  for (const Step& step : plan.steps) {
+    std::vector<BlockCall> calls;
+    for (const Block& block : step.blocks) {
+      BlockCall call{block, blockProblem(plan, block), nullptr};
+      call.plan = context.plan(call.problem, policy, mayTune);
+      kernelBytes = std::max(kernelBytes, call.plan->workspaceBytes);
+      calls.push_back(std::move(call));
+    }
+    plan.calls.push_back(std::move(calls));
+  }
+  layOut(plan, kernelBytes);
+  return plan;
+}
+
+std::string describeRing(const RingPlan& plan) {
+  std::ostringstream text;
+  text << "context parallel: rank " << plan.shape.rank << " of " << plan.shape.ranks << ", "
+       << shardingName(plan.shape.sharding) << " sharding, " << plan.steps.size() << " ring steps\n";
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    text << "step " << s << ": K/V of rank " << plan.steps[s].source;
+    if (plan.calls[s].empty()) text << ", nothing seen";
+    text << "\n";
+    for (const BlockCall& c : plan.calls[s]) {
+      text << "  queries [" << c.block.queries.begin << ", " << c.block.queries.end << ") keys ["
+           << c.block.keys.begin << ", " << c.block.keys.end << ") "
+           << (c.block.causal ? "causal" : "full") << ": " << c.plan->kernel << " (" << c.plan->config
+           << ")\n";
+    }
+  }
+  return text.str();
+}
+
+RingStreams::RingStreams(int32_t deviceOrdinal) {
+  ScopedDevice device(deviceOrdinal);
+  try {
+    checkCuda(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    for (cudaEvent_t* e : {&fork, &ready, &landed, &join}) {
+      checkCuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+RingStreams::~RingStreams() { release(); }
+
+void RingStreams::release() {
+  for (cudaEvent_t e : {fork, ready, landed, join}) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+  if (comm != nullptr) cudaStreamDestroy(comm);
+  fork = ready = landed = join = nullptr;
+  comm = nullptr;
+}
+
+namespace {
+
+// The parts every rank program shares: the plan, the call, the tensors, and the stream-ordering.
+class ProgramBase : public RingProgram {
+ public:
+  ProgramBase(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors)
+      : plan_(plan), call_(call), t_(tensors), elem_(elementBytes(plan.local.dtype)) {}
+
+ protected:
+  const AttentionProblem& local() const { return plan_.local; }
+  int32_t ranks() const { return plan_.shape.ranks; }
+  cudaStream_t stream() const { return call_.snapshot.stream; }
+  cudaStream_t comm() const { return call_.streams.comm; }
+  template <class T = void>
+  T* at(size_t offset) const { return slice<T>(call_.workspace, offset); }
+
+  static void record(cudaEvent_t event, cudaStream_t stream) {
+    checkCuda(cudaEventRecord(event, stream), "cudaEventRecord");
+  }
+  static void wait(cudaStream_t stream, cudaEvent_t event) {
+    checkCuda(cudaStreamWaitEvent(stream, event, 0), "cudaStreamWaitEvent");
+  }
+  // The comm stream starts after what the caller enqueued before the call.
+  void fork() const {
+    record(call_.streams.fork, stream());
+    wait(comm(), call_.streams.fork);
+  }
+  // The caller's stream continues after everything the comm stream did for the call.
+  void join() const {
+    record(call_.streams.join, comm());
+    wait(stream(), call_.streams.join);
+  }
+  // The previous phase's exchange is complete: the caller's stream may use what it brought.
+  void landed() const {
+    record(call_.streams.landed, comm());
+    wait(stream(), call_.streams.landed);
+  }
+  // Sends and receives once what the caller's stream enqueued so far is done.
+  void exchange(const Transfer* transfers, int count) const {
+    if (count == 0) return;
+    record(call_.streams.ready, stream());
+    wait(comm(), call_.streams.ready);
+    call_.transport.exchange(transfers, count, comm());
+  }
+
+  // The K and V parts of K/V buffer `i` (dense).
+  size_t kvBytes() const { return static_cast<size_t>(plan_.kvElements()) * elem_; }
+  void* keysOf(size_t offset) const { return at(offset); }
+  void* valuesOf(size_t offset, size_t elem) const {
+    return at<unsigned char>(offset) +
+           static_cast<size_t>(local().batch * local().headsKv * local().seqKv * local().headDimQk) * elem;
+  }
+  RowStrides kStrides() const { return rowStrides(denseStrides(local().batch, local().headsKv, local().seqKv, local().headDimQk)); }
+  RowStrides vStrides() const { return rowStrides(denseStrides(local().batch, local().headsKv, local().seqKv, local().headDimV)); }
+  RowShape kShape(int64_t rows) const { return {local().batch, local().headsKv, rows, local().headDimQk}; }
+  RowShape vShape(int64_t rows) const { return {local().batch, local().headsKv, rows, local().headDimV}; }
+
+  // The caller's K and V into K/V buffer 0: the ring sends contiguous blocks.
+  void packKv() const {
+    const ffpaDataType_t type = local().dtype;
+    enqueueRows(RowOp::Copy, kShape(local().seqKv), {keysOf(plan_.kv[0]), type, kStrides()},
+                {const_cast<void*>(t_.k), type, rowStrides(local().k)}, stream());
+    enqueueRows(RowOp::Copy, vShape(local().seqKv), {valuesOf(plan_.kv[0], elem_), type, vStrides()},
+                {const_cast<void*>(t_.v), type, rowStrides(local().v)}, stream());
+  }
+
+  // `base` moved `rows` rows of a tensor with N stride `rowStride` (elements of `elem` bytes).
+  static const void* rowsAt(const void* base, int64_t rows, int64_t rowStride, size_t elem) {
+    return static_cast<const unsigned char*>(base) + rows * rowStride * static_cast<int64_t>(elem);
+  }
+  static void* rowsAt(void* base, int64_t rows, int64_t rowStride, size_t elem) {
+    return static_cast<unsigned char*>(base) + rows * rowStride * static_cast<int64_t>(elem);
+  }
+
+  void launch(const BlockCall& c, const TensorArgs& tensors) const {
+    launchPlan(call_.context, call_.snapshot, c.problem, *c.plan, tensors, at(plan_.kernel));
+  }
+
+  const RingPlan& plan_;
+  RingCall call_;
+  TensorArgs t_;
+  size_t elem_;
+};
+
+class ForwardProgram final : public ProgramBase {
+ public:
+  using ProgramBase::ProgramBase;
+  int phases() const override { return ranks(); }
+
+  void phase(int s) override {
+    ScopedDevice device(call_.context.device().ordinal);
+    if (s == 0) {
+      fork();
+      packKv();
+    } else {
+      landed();
+    }
+    if (s + 1 < ranks()) {
+      const Transfer next{at(plan_.kv[s % 2]), at(plan_.kv[(s + 1) % 2]), kvBytes()};
+      exchange(&next, 1);
+    }
+    step(s);
+    if (s + 1 == ranks()) {
+      writeOut();
+      join();
+    }
+  }
+
+ private:
+  // The blocks of step s against the K/V buffer it holds, each partial folded into the running
+  // result (step 0, which covers every row, starts it).
+  void step(int s) const {
+    const AttentionProblem& l = local();
+    const size_t kv = plan_.kv[s % 2];
+    const Strides partial = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);
+    const Strides lse = denseLse(l.batch, l.headsQ, l.seqQ);
+    for (const BlockCall& c : plan_.calls[s]) {
+      const Block& b = c.block;
+      TensorArgs a;
+      a.q = rowsAt(t_.q, b.queries.begin, l.q[2], elem_);
+      a.k = rowsAt(keysOf(kv), b.keys.begin, c.problem.k[2], elem_);
+      a.v = rowsAt(valuesOf(kv, elem_), b.keys.begin, c.problem.v[2], elem_);
+      a.out = rowsAt(at(plan_.partialO), b.queries.begin, partial[2], elem_);
+      a.lseOut = static_cast<float*>(rowsAt(at(plan_.partialLse), b.queries.begin, lse[2], sizeof(float)));
+      launch(c, a);
+      if (s > 0) fold(b.queries, true);
+    }
+    if (s == 0) fold({0, l.seqQ}, false);
+  }
+
+  // Merges the partial rows `rows` into the running fp32 result (carry) or starts it.
+  void fold(RowRange rows, bool carry) const {
+    const AttentionProblem& l = local();
+    MergeProblem m;
+    m.count = 1;
+    m.partialType = l.dtype;
+    m.outType = FFPA_DATA_TYPE_FLOAT32;
+    m.batch = l.batch;
+    m.heads = l.headsQ;
+    m.seq = rows.size();
+    m.headDim = l.headDimV;
+    m.partialO = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);
+    m.partialLse = denseLse(l.batch, l.headsQ, l.seqQ);
+    m.o = m.partialO;
+    m.lse = m.partialLse;
+    m.hasLse = true;
+    m.carry = carry;
+    MergeTensors t;
+    t.partialO[0] = rowsAt(at(plan_.partialO), rows.begin, m.partialO[2], elem_);
+    t.partialLse[0] = static_cast<const float*>(rowsAt(at(plan_.partialLse), rows.begin, m.lse[2], sizeof(float)));
+    t.o = rowsAt(at(plan_.runO), rows.begin, m.o[2], sizeof(float));
+    t.lse = static_cast<float*>(rowsAt(at(plan_.runLse), rows.begin, m.lse[2], sizeof(float)));
+    enqueueMerge(m, t, stream());
+  }
+
+  // The running result into the caller's O (its type and layout) and LSE.
+  void writeOut() const {
+    const AttentionProblem& l = local();
+    MergeProblem m;
+    m.count = 1;
+    m.partialType = FFPA_DATA_TYPE_FLOAT32;
+    m.outType = l.dtype;
+    m.batch = l.batch;
+    m.heads = l.headsQ;
+    m.seq = l.seqQ;
+    m.headDim = l.headDimV;
+    m.partialO = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);
+    m.partialLse = denseLse(l.batch, l.headsQ, l.seqQ);
+    m.o = l.o;
+    m.hasLse = t_.lseOut != nullptr;
+    m.lse = l.lse;
+    MergeTensors t;
+    t.partialO[0] = at(plan_.runO);
+    t.partialLse[0] = at<float>(plan_.runLse);
+    t.o = t_.out;
+    t.lse = t_.lseOut;
+    enqueueMerge(m, t, stream());
+  }
+};
+
+class BackwardProgram final : public ProgramBase {
+ public:
+  using ProgramBase::ProgramBase;
+  // Steps 0..P-1, one more phase to send the last block's dK/dV home, one to write them out.
+  int phases() const override { return ranks() + 2; }
+
+  void phase(int s) override {
+    ScopedDevice device(call_.context.device().ordinal);
+    const int p = ranks();
+    if (s == 0) {
+      fork();
+      packKv();
+      const AttentionProblem& l = local();
+      const size_t dqBytes = static_cast<size_t>(l.batch * l.headsQ * l.seqQ * l.headDimQk) * sizeof(float);
+      checkCuda(cudaMemsetAsync(at(plan_.dqSum), 0, dqBytes, stream()), "cudaMemsetAsync");
+    } else {
+      landed();
+    }
+    if (s >= 1 && s <= p) addBlockSum(s - 1);
+    if (s == p + 1) {
+      writeOut(plan_.kvSum[p % 2]);
+      join();
+      return;
+    }
+    Transfer transfers[2];
+    int count = 0;
+    if (s + 1 < p) transfers[count++] = {at(plan_.kv[s % 2]), at(plan_.kv[(s + 1) % 2]), kvBytes()};
+    if (s >= 1) transfers[count++] = {at(plan_.kvSum[(s - 1) % 2]), at(plan_.kvSum[s % 2]), sumBytes()};
+    exchange(transfers, count);
+    if (s < p) step(s);
+  }
+
+ private:
+  size_t sumBytes() const { return static_cast<size_t>(plan_.kvElements()) * sizeof(float); }
+  RowShape flat(int64_t elements) const { return {1, 1, 1, elements}; }
+
+  // dK/dV sum of the block of step `s`: this rank's part, plus (after step 0) what the ranks
+  // before it added, which arrived in kvSum[s % 2].
+  void addBlockSum(int s) const {
+    const RowTensor sum{at(plan_.kvSum[s % 2]), FFPA_DATA_TYPE_FLOAT32, {0, 0, 0}};
+    const RowTensor part{at(plan_.kvPartial), FFPA_DATA_TYPE_FLOAT32, {0, 0, 0}};
+    enqueueRows(s == 0 ? RowOp::Copy : RowOp::Add, flat(plan_.kvElements()), sum, part, stream());
+  }
+
+  void step(int s) const {
+    const AttentionProblem& l = local();
+    checkCuda(cudaMemsetAsync(at(plan_.kvPartial), 0, sumBytes(), stream()), "cudaMemsetAsync");
+    const size_t kv = plan_.kv[s % 2];
+    const Strides dq = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimQk);
+    const ffpaDataType_t type = l.dtype;
+    constexpr ffpaDataType_t kF32 = FFPA_DATA_TYPE_FLOAT32;
+    for (const BlockCall& c : plan_.calls[s]) {
+      const Block& b = c.block;
+      const int64_t q0 = b.queries.begin, k0 = b.keys.begin;
+      TensorArgs a;
+      a.q = rowsAt(t_.q, q0, l.q[2], elem_);
+      a.o = rowsAt(t_.o, q0, l.o[2], elem_);
+      a.dO = rowsAt(t_.dO, q0, l.dO[2], elem_);
+      a.lse = static_cast<const float*>(rowsAt(t_.lse, q0, l.lse[2], sizeof(float)));
+      a.k = rowsAt(keysOf(kv), k0, c.problem.k[2], elem_);
+      a.v = rowsAt(valuesOf(kv, elem_), k0, c.problem.v[2], elem_);
+      a.dq = rowsAt(at(plan_.dq), q0, dq[2], elem_);
+      a.dk = rowsAt(keysOf(plan_.dkv), k0, c.problem.dk[2], elem_);
+      a.dv = rowsAt(valuesOf(plan_.dkv, elem_), k0, c.problem.dv[2], elem_);
+      launch(c, a);
+      const int64_t rq = b.queries.size(), rk = b.keys.size();
+      enqueueRows(RowOp::Add, {l.batch, l.headsQ, rq, l.headDimQk},
+                  {rowsAt(at(plan_.dqSum), q0, dq[2], sizeof(float)), kF32, rowStrides(dq)},
+                  {a.dq, type, rowStrides(dq)}, stream());
+      enqueueRows(RowOp::Add, kShape(rk),
+                  {rowsAt(keysOf(plan_.kvPartial), k0, c.problem.k[2], sizeof(float)), kF32, kStrides()},
+                  {a.dk, type, kStrides()}, stream());
+      enqueueRows(RowOp::Add, vShape(rk),
+                  {rowsAt(valuesOf(plan_.kvPartial, sizeof(float)), k0, c.problem.v[2], sizeof(float)), kF32, vStrides()},
+                  {a.dv, type, vStrides()}, stream());
+    }
+  }
+
+  // The rank's own dK/dV (back home in `sum`) and its dQ into the caller's layouts.
+  void writeOut(size_t sum) const {
+    const AttentionProblem& l = local();
+    const ffpaDataType_t type = l.dtype;
+    constexpr ffpaDataType_t kF32 = FFPA_DATA_TYPE_FLOAT32;
+    const Strides dq = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimQk);
+    enqueueRows(RowOp::Copy, {l.batch, l.headsQ, l.seqQ, l.headDimQk}, {t_.dq, type, rowStrides(l.dq)},
+                {at(plan_.dqSum), kF32, rowStrides(dq)}, stream());
+    enqueueRows(RowOp::Copy, kShape(l.seqKv), {t_.dk, type, rowStrides(l.dk)},
+                {keysOf(sum), kF32, kStrides()}, stream());
+    enqueueRows(RowOp::Copy, vShape(l.seqKv), {t_.dv, type, rowStrides(l.dv)},
+                {valuesOf(sum, sizeof(float)), kF32, vStrides()}, stream());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RingProgram> ringForward(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors) {
+  return std::make_unique<ForwardProgram>(plan, call, tensors);
+}
+
+std::unique_ptr<RingProgram> ringBackward(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors) {
+  return std::make_unique<BackwardProgram>(plan, call, tensors);
+}
+
+}  // namespace ffpa::cp

@@ -4,7 +4,6 @@
 #include "api/operands.h"
 
 #include "core/descriptors.h"
-#include "core/device.h"
 #include "core/handle.h"
 #include "core/plan_launch.h"
 #include "core/problem.h"

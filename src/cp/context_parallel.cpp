@@ -33,10 +33,7 @@ void ContextParallel::execute(const Context& context, const CallSnapshot& snapsh
   require(context.device().ordinal == deviceOrdinal_, FFPA_STATUS_BAD_PARAM, "the handle is on device ",
           context.device().ordinal, " but attn's context-parallel object on device ", deviceOrdinal_);
   std::lock_guard<std::mutex> lock(executeMutex_);
-  const RingCall call{context, snapshot, *transport_, *streams_, workspace};
-  const auto program = plan.direction == Direction::Forward ? ringForward(plan, call, tensors)
-                                                              : ringBackward(plan, call, tensors);
-  runRing({program.get()}, [] {});
+  runRank(plan, {context, snapshot, *transport_, *streams_, workspace}, tensors);
 }
 
 }  // namespace ffpa::cp

@@ -9,25 +9,26 @@
 #include "merge/merge_call.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <sstream>
 
 namespace ffpa::cp {
 namespace {
 
-// Dense [B, H, N, D] strides, those of extent-1 dimensions 0 as stridesOf() gives them (so that
-// the blocks' plans are the plans of equal plain calls).
-Strides denseStrides(int64_t b, int64_t h, int64_t n, int64_t d) {
-  Strides s{h * n * d, n * d, d, 1};
-  const int64_t dims[4] = {b, h, n, d};
-  for (int i = 0; i < 4; ++i) {
-    if (dims[i] == 1) s[i] = 0;
-  }
-  return s;
+// The strides stridesOf() gives a packed layout of these dims (extent-1 dimensions 0), so that
+// the blocks' plans are the plans of equal plain calls.
+Strides packedStrides(std::initializer_list<int64_t> dims) {
+  return stridesOf(makeTensorLayout(FFPA_DATA_TYPE_FLOAT32, static_cast<int32_t>(dims.size()), dims.begin(), nullptr));
 }
-Strides denseLse(int64_t b, int64_t h, int64_t n) {
-  Strides s = denseStrides(b, h, n, 1);
-  s[3] = 0;
-  return s;
+
+RingPlan::DenseStrides denseStridesOf(const AttentionProblem& l) {
+  RingPlan::DenseStrides d;
+  d.k = packedStrides({l.batch, l.headsKv, l.seqKv, l.headDimQk});
+  d.v = packedStrides({l.batch, l.headsKv, l.seqKv, l.headDimV});
+  d.o = packedStrides({l.batch, l.headsQ, l.seqQ, l.headDimV});
+  d.lse = packedStrides({l.batch, l.headsQ, l.seqQ});
+  d.dq = packedStrides({l.batch, l.headsQ, l.seqQ, l.headDimQk});
+  return d;
 }
 
 AttentionProblem blockProblem(const RingPlan& plan, const Block& block) {
@@ -38,14 +39,14 @@ AttentionProblem blockProblem(const RingPlan& plan, const Block& block) {
   p.causal = block.causal ? FFPA_CAUSAL_BOTTOM_RIGHT : FFPA_CAUSAL_NONE;
   p.slices = nullptr;
   // K and V come from the ring's dense buffers, whatever the caller's layouts.
-  p.k = denseStrides(l.batch, l.headsKv, l.seqKv, l.headDimQk);
-  p.v = denseStrides(l.batch, l.headsKv, l.seqKv, l.headDimV);
+  p.k = plan.dense.k;
+  p.v = plan.dense.v;
   if (plan.direction == Direction::Forward) {
-    p.o = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);  // the partial O
-    p.lse = denseLse(l.batch, l.headsQ, l.seqQ);
+    p.o = plan.dense.o;  // the partial O
+    p.lse = plan.dense.lse;
     p.hasLse = true;
   } else {
-    p.dq = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimQk);
+    p.dq = plan.dense.dq;
     p.dk = p.k;
     p.dv = p.v;
   }
@@ -92,6 +93,7 @@ RingPlan planRing(Context& context, const Policy& policy, bool mayTune, const At
   plan.local = local;
   plan.shape = {ranks, rank, sharding, local.causal != FFPA_CAUSAL_NONE, local.seqQ, local.seqKv};
   plan.steps = ringSchedule(plan.shape);
+  plan.dense = denseStridesOf(local);
   size_t kernelBytes = 0;
   for (const Step& step : plan.steps) {
     std::vector<BlockCall> calls;
@@ -201,8 +203,8 @@ class ProgramBase : public RingProgram {
     return at<unsigned char>(offset) +
            static_cast<size_t>(local().batch * local().headsKv * local().seqKv * local().headDimQk) * elem;
   }
-  RowStrides kStrides() const { return rowStrides(denseStrides(local().batch, local().headsKv, local().seqKv, local().headDimQk)); }
-  RowStrides vStrides() const { return rowStrides(denseStrides(local().batch, local().headsKv, local().seqKv, local().headDimV)); }
+  RowStrides kStrides() const { return rowStrides(plan_.dense.k); }
+  RowStrides vStrides() const { return rowStrides(plan_.dense.v); }
   RowShape kShape(int64_t rows) const { return {local().batch, local().headsKv, rows, local().headDimQk}; }
   RowShape vShape(int64_t rows) const { return {local().batch, local().headsKv, rows, local().headDimV}; }
 
@@ -263,8 +265,8 @@ class ForwardProgram final : public ProgramBase {
   void step(int s) const {
     const AttentionProblem& l = local();
     const size_t kv = plan_.kv[s % 2];
-    const Strides partial = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);
-    const Strides lse = denseLse(l.batch, l.headsQ, l.seqQ);
+    const Strides& partial = plan_.dense.o;
+    const Strides& lse = plan_.dense.lse;
     for (const BlockCall& c : plan_.calls[s]) {
       const Block& b = c.block;
       TensorArgs a;
@@ -281,51 +283,49 @@ class ForwardProgram final : public ProgramBase {
 
   // Merges the partial rows `rows` into the running fp32 result (carry) or starts it.
   void fold(RowRange rows, bool carry) const {
-    const AttentionProblem& l = local();
-    MergeProblem m;
-    m.count = 1;
-    m.partialType = l.dtype;
-    m.outType = FFPA_DATA_TYPE_FLOAT32;
-    m.batch = l.batch;
-    m.heads = l.headsQ;
-    m.seq = rows.size();
-    m.headDim = l.headDimV;
-    m.partialO = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);
-    m.partialLse = denseLse(l.batch, l.headsQ, l.seqQ);
-    m.o = m.partialO;
-    m.lse = m.partialLse;
+    const Strides& o = plan_.dense.o;
+    const Strides& lse = plan_.dense.lse;
+    MergeProblem m = mergeOfOne(rows.size(), local().dtype, FFPA_DATA_TYPE_FLOAT32);
+    m.o = o;
+    m.lse = lse;
     m.hasLse = true;
     m.carry = carry;
     MergeTensors t;
-    t.partialO[0] = rowsAt(at(plan_.partialO), rows.begin, m.partialO[2], elem_);
-    t.partialLse[0] = static_cast<const float*>(rowsAt(at(plan_.partialLse), rows.begin, m.lse[2], sizeof(float)));
-    t.o = rowsAt(at(plan_.runO), rows.begin, m.o[2], sizeof(float));
-    t.lse = static_cast<float*>(rowsAt(at(plan_.runLse), rows.begin, m.lse[2], sizeof(float)));
+    t.partialO[0] = rowsAt(at(plan_.partialO), rows.begin, o[2], elem_);
+    t.partialLse[0] = static_cast<const float*>(rowsAt(at(plan_.partialLse), rows.begin, lse[2], sizeof(float)));
+    t.o = rowsAt(at(plan_.runO), rows.begin, o[2], sizeof(float));
+    t.lse = static_cast<float*>(rowsAt(at(plan_.runLse), rows.begin, lse[2], sizeof(float)));
     enqueueMerge(m, t, stream());
   }
 
   // The running result into the caller's O (its type and layout) and LSE.
   void writeOut() const {
-    const AttentionProblem& l = local();
-    MergeProblem m;
-    m.count = 1;
-    m.partialType = FFPA_DATA_TYPE_FLOAT32;
-    m.outType = l.dtype;
-    m.batch = l.batch;
-    m.heads = l.headsQ;
-    m.seq = l.seqQ;
-    m.headDim = l.headDimV;
-    m.partialO = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimV);
-    m.partialLse = denseLse(l.batch, l.headsQ, l.seqQ);
-    m.o = l.o;
+    MergeProblem m = mergeOfOne(local().seqQ, FFPA_DATA_TYPE_FLOAT32, local().dtype);
+    m.o = local().o;
     m.hasLse = t_.lseOut != nullptr;
-    m.lse = l.lse;
+    m.lse = local().lse;
     MergeTensors t;
     t.partialO[0] = at(plan_.runO);
     t.partialLse[0] = at<float>(plan_.runLse);
     t.o = t_.out;
     t.lse = t_.lseOut;
     enqueueMerge(m, t, stream());
+  }
+
+  // A merge of one part over `rows` query rows, the part in the dense layouts of the ring's
+  // partial O and LSE; the caller sets the output.
+  MergeProblem mergeOfOne(int64_t rows, ffpaDataType_t partialType, ffpaDataType_t outType) const {
+    MergeProblem m;
+    m.count = 1;
+    m.partialType = partialType;
+    m.outType = outType;
+    m.batch = local().batch;
+    m.heads = local().headsQ;
+    m.seq = rows;
+    m.headDim = local().headDimV;
+    m.partialO = plan_.dense.o;
+    m.partialLse = plan_.dense.lse;
+    return m;
   }
 };
 
@@ -377,7 +377,7 @@ class BackwardProgram final : public ProgramBase {
     const AttentionProblem& l = local();
     checkCuda(cudaMemsetAsync(at(plan_.kvPartial), 0, sumBytes(), stream()), "cudaMemsetAsync");
     const size_t kv = plan_.kv[s % 2];
-    const Strides dq = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimQk);
+    const Strides& dq = plan_.dense.dq;
     const ffpaDataType_t type = l.dtype;
     constexpr ffpaDataType_t kF32 = FFPA_DATA_TYPE_FLOAT32;
     for (const BlockCall& c : plan_.calls[s]) {
@@ -412,7 +412,7 @@ class BackwardProgram final : public ProgramBase {
     const AttentionProblem& l = local();
     const ffpaDataType_t type = l.dtype;
     constexpr ffpaDataType_t kF32 = FFPA_DATA_TYPE_FLOAT32;
-    const Strides dq = denseStrides(l.batch, l.headsQ, l.seqQ, l.headDimQk);
+    const Strides& dq = plan_.dense.dq;
     enqueueRows(RowOp::Copy, {l.batch, l.headsQ, l.seqQ, l.headDimQk}, {t_.dq, type, rowStrides(l.dq)},
                 {at(plan_.dqSum), kF32, rowStrides(dq)}, stream());
     enqueueRows(RowOp::Copy, kShape(l.seqKv), {t_.dk, type, rowStrides(l.dk)},
@@ -423,6 +423,18 @@ class BackwardProgram final : public ProgramBase {
 };
 
 }  // namespace
+
+void runRank(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors) {
+  const auto run = [](RingProgram&& program) {
+    RingProgram* const one = &program;
+    runRing(&one, 1, [] {});
+  };
+  if (plan.direction == Direction::Forward) {
+    run(ForwardProgram(plan, call, tensors));
+  } else {
+    run(BackwardProgram(plan, call, tensors));
+  }
+}
 
 std::unique_ptr<RingProgram> ringForward(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors) {
   return std::make_unique<ForwardProgram>(plan, call, tensors);

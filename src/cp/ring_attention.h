@@ -64,6 +64,13 @@ struct RingPlan {
   size_t kernel = 0;  // the blocks' own workspace (the largest any needs)
   size_t workspaceBytes = 0;
 
+  // Strides of the dense tensors the ring keeps in the workspace (stridesOf() of packed layouts):
+  // a K/V buffer's K and V parts [B, Hkv, Nkv, D], the partial O [B, Hq, Nq, Dv], its LSE
+  // [B, Hq, Nq], and dQ [B, Hq, Nq, Dqk].
+  struct DenseStrides {
+    Strides k{}, v{}, o{}, lse{}, dq{};
+  } dense;
+
   // Elements of one K/V block ([B, Hkv, Nkv, Dqk] then [B, Hkv, Nkv, Dv]).
   int64_t kvElements() const;
 };
@@ -97,15 +104,19 @@ class RingProgram {
 std::unique_ptr<RingProgram> ringForward(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors);
 std::unique_ptr<RingProgram> ringBackward(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors);
 
-// Runs the programs of the ranks of one process, phase by phase, calling `between()` after each
-// phase (where simulated ranks exchange).
+// Runs the programs of the `count` ranks of one process, phase by phase, calling `between()`
+// after each phase (where simulated ranks exchange).
 template <class Between>
-void runRing(const std::vector<RingProgram*>& programs, Between between) {
-  const int phases = programs.empty() ? 0 : programs.front()->phases();
+void runRing(RingProgram* const* programs, size_t count, Between between) {
+  const int phases = count == 0 ? 0 : programs[0]->phases();
   for (int i = 0; i < phases; ++i) {
-    for (RingProgram* program : programs) program->phase(i);
+    for (size_t r = 0; r < count; ++r) programs[r]->phase(i);
     between();
   }
 }
+
+// One rank's whole call (forward or backward, as the plan says), its phases back to back: what a
+// real rank runs. Allocates nothing (the program lives on the stack).
+void runRank(const RingPlan& plan, const RingCall& call, const TensorArgs& tensors);
 
 }  // namespace ffpa::cp

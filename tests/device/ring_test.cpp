@@ -325,23 +325,27 @@ void runSimulatedRing(const Shape& s, uint64_t seed) {
     snapshot.stream = ranks[r].stream;
     calls.push_back({context, snapshot, world.transport(r), *ranks[r].streams, ranks[r].workspace});
   }
+  // Every rank's program of one pass, run phase by phase with the exchanges in between.
+  const auto runAll = [&](auto makeProgram) {
+    std::vector<std::unique_ptr<cp::RingProgram>> owned;
+    std::vector<cp::RingProgram*> programs;
+    for (int r = 0; r < s.ranks; ++r) {
+      owned.push_back(makeProgram(r));
+      programs.push_back(owned.back().get());
+    }
+    cp::runRing(programs.data(), programs.size(), [&] { world.flush(); });
+  };
   // Forward, then backward with the ring's own O and LSE.
-  std::vector<std::unique_ptr<cp::RingProgram>> owned;
-  std::vector<cp::RingProgram*> programs;
-  for (int r = 0; r < s.ranks; ++r) {
+  runAll([&](int r) {
     ffpa::TensorArgs t;
     t.q = ranks[r].q;
     t.k = ranks[r].k;
     t.v = ranks[r].v;
     t.out = ranks[r].o;
     t.lseOut = ranks[r].lse;
-    owned.push_back(cp::ringForward(ranks[r].forward, calls[r], t));
-    programs.push_back(owned.back().get());
-  }
-  cp::runRing(programs, [&] { world.flush(); });
-  owned.clear();
-  programs.clear();
-  for (int r = 0; r < s.ranks; ++r) {
+    return cp::ringForward(ranks[r].forward, calls[r], t);
+  });
+  runAll([&](int r) {
     ffpa::TensorArgs t;
     t.q = ranks[r].q;
     t.k = ranks[r].k;
@@ -352,10 +356,8 @@ void runSimulatedRing(const Shape& s, uint64_t seed) {
     t.dq = ranks[r].dq;
     t.dk = ranks[r].dk;
     t.dv = ranks[r].dv;
-    owned.push_back(cp::ringBackward(ranks[r].backward, calls[r], t));
-    programs.push_back(owned.back().get());
-  }
-  cp::runRing(programs, [&] { world.flush(); });
+    return cp::ringBackward(ranks[r].backward, calls[r], t);
+  });
   REQUIRE_CUDA(cudaDeviceSynchronize());
 
   std::vector<double> o(plain.o.size()), lse(plain.lse.size()), dq(plain.dq.size()), dk(plain.dk.size()),

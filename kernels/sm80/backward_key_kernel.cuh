@@ -11,6 +11,10 @@
 //
 // and writes dV and dK * scale once: the sum over the group's query heads needs no atomics. Keys
 // that no query sees get exact zeros.
+//
+// With attention slices the CTA's keys are a key tile of one key-axis segment, and its Q tiles,
+// per query head, those of the query hull of each slice covering the segment in turn, masked by
+// that slice's rule (common/slice_mask.h): the mirror of the forward's walk.
 #pragma once
 
 #include "common/element.cuh"
@@ -49,6 +53,8 @@ struct KeyGradientKernel {
 
   struct Coordinates {
     int firstKey;  // of the CTA
+    int keyEnd;    // one past its last key to store (the tensor's end, or its key tile's)
+    int segment;   // with slices: the key-axis segment of its keys (-1: keys no slice covers)
     int warpRow;   // first key of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
@@ -56,8 +62,8 @@ struct KeyGradientKernel {
     int quad;   // lane % 4
     int64_t batch;
     int64_t kvHead;
-    int firstQueryTile;  // the first Q tile that sees any of the CTA's keys
-    int queryTiles;      // per query head, from firstQueryTile
+    int firstQueryTile;  // the first Q tile that sees any of the CTA's keys (no slices)
+    int queryTiles;      // per query head (from firstQueryTile without slices)
     const Element* k;
     const Element* v;
     Element* dk;
@@ -72,18 +78,30 @@ struct KeyGradientKernel {
     c.group = role.group;
     c.quad = role.quad;
     c.firstKey = blockIndexX() * kKeys;
+    c.keyEnd = p.seqKv;
+    c.segment = -1;
     c.warpRow = c.rowGroup * 16;
     const GridPosition position = gridPosition(p.gridDnhb, p.headsKv);
     c.batch = position.batch;
     c.kvHead = position.head;
-    // Query i sees key j iff j <= i + causalOffset: the CTA's first key is seen from query
-    // firstKey - causalOffset on, and every later query sees at least as many keys.
-    const int allTiles = (p.seqQ + kQueries - 1) / kQueries;
-    int64_t firstQuery = 0;
-    if (p.causal) firstQuery = int64_t(c.firstKey) - p.causalOffset;
-    if (firstQuery < 0) firstQuery = 0;
-    c.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kQueries);
-    c.queryTiles = allTiles - c.firstQueryTile;
+    c.firstQueryTile = 0;
+    if (sliced(p)) {
+      const slices::AxisTile tile =
+          slices::ctaTile(p.slices.keys, p.keyTiles, p.keyTileCount, blockIndexX(), kKeys, p.seqKv);
+      c.firstKey = tile.begin;
+      c.keyEnd = tile.end;
+      c.segment = tile.segment;
+      c.queryTiles = slices::walkTiles(p.slices, false, c.segment, c.firstKey, c.keyEnd - 1, kQueries);
+    } else {
+      // Query i sees key j iff j <= i + causalOffset: the CTA's first key is seen from query
+      // firstKey - causalOffset on, and every later query sees at least as many keys.
+      const int allTiles = (p.seqQ + kQueries - 1) / kQueries;
+      int64_t firstQuery = 0;
+      if (p.causal) firstQuery = int64_t(c.firstKey) - p.causalOffset;
+      if (firstQuery < 0) firstQuery = 0;
+      c.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kQueries);
+      c.queryTiles = allTiles - c.firstQueryTile;
+    }
     c.k = static_cast<const Element*>(p.k) + c.batch * p.kStrides[0] + c.kvHead * p.kStrides[1] +
           int64_t(c.firstKey) * p.kStrides[2];
     c.v = static_cast<const Element*>(p.v) + c.batch * p.vStrides[0] + c.kvHead * p.vStrides[1] +
@@ -94,15 +112,28 @@ struct KeyGradientKernel {
   }
 
   static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
+  static FFPA_DEVICE bool sliced(const BackwardParams& p) { return p.slices.slices != nullptr; }
 
-  // A tile of the loop: query head `head` (of the whole problem) and its Q tile `queryTile`.
+  // A tile of the loop: query head `head` (of the whole problem) and its Q tile of queries
+  // [firstQuery, firstQuery + Bq), seen through slice `slice` (-1: no slices).
   struct Tile {
     int64_t head;
     int firstQuery;
+    int slice;
   };
   static FFPA_DEVICE Tile tileOf(const BackwardParams& p, const Coordinates& c, int tile) {
-    const int headInGroup = tile / c.queryTiles;
-    return {c.kvHead * p.groupSize + headInGroup, (c.firstQueryTile + tile % c.queryTiles) * kQueries};
+    const int64_t head = c.kvHead * p.groupSize + tile / c.queryTiles;
+    const int inHead = tile % c.queryTiles;
+    if (!sliced(p)) return {head, (c.firstQueryTile + inHead) * kQueries, -1};
+    const slices::WalkTile t = slices::walkTile(p.slices, false, c.segment, c.firstKey, c.keyEnd - 1, kQueries, inHead);
+    return {head, static_cast<int>(t.first), t.slice};
+  }
+
+  // The queries [begin, end) that see key `key` (< keyEnd): through slice `slice` when it is
+  // >= 0, else every query under the causal mask.
+  static FFPA_DEVICE slices::KeySpan queriesSeeing(const BackwardParams& p, int slice, int64_t key) {
+    if (slice >= 0) return slices::querySpan(p.slices.slices[slice], key);
+    return {p.causal ? key - p.causalOffset : 0, p.seqQ};
   }
   static FFPA_DEVICE const Element* queryRows(const void* base, const int64_t (&strides)[3],
                                               const Coordinates& c, const Tile& t) {
@@ -194,6 +225,14 @@ struct KeyGradientKernel {
     const int64_t rowCount = int64_t(p.batch) * p.headsQ * p.seqQ;
     const int64_t statsRow0 = (c.batch * p.headsQ + t.head) * p.seqQ;
     const int firstQuery = t.firstQuery + c.colWarp * kShape.queriesPerWarp;
+    // The queries that see each of the thread's two keys (g and g + 8); keys past the CTA's end
+    // (another segment's, or past the tensor) are seen by none here.
+    slices::KeySpan seenBy[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int key = c.firstKey + c.warpRow + c.group + 8 * half;
+      seenBy[half] = key < c.keyEnd ? queriesSeeing(p, t.slice, key) : slices::KeySpan{0, 0};
+    }
 #pragma unroll
     for (int n = 0; n < kQueryTiles; ++n) {
 #pragma unroll
@@ -205,8 +244,7 @@ struct KeyGradientKernel {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int e = 2 * half + odd;
-          const int key = c.firstKey + c.warpRow + c.group + 8 * half;
-          const bool visible = inside && key < p.seqKv && (!p.causal || key <= query + p.causalOffset);
+          const bool visible = inside && query >= seenBy[half].begin && query < seenBy[half].end;
           const float probability = visible ? exp2Approx(s.f[n][e] * p.scaleLog2 - lse2) : 0.0f;
           s.f[n][e] = probability;
           dp.f[n][e] = probability * (dp.f[n][e] - delta);
@@ -231,13 +269,13 @@ struct KeyGradientKernel {
     if constexpr (kColWarps > 1) loadSharedRowsA(dsFrag, exchangeTile(p, c, tile, 1));
   }
 
-  static FFPA_DEVICE void store(const BackwardParams& p, const Coordinates& c, Element* base,
-                                const int64_t (&strides)[3], int width, float factor,
+  static FFPA_DEVICE void store(const Coordinates& c, Element* base, const int64_t (&strides)[3], int width,
+                                float factor,
                                 const AccumulatorTile<2 * kOutPanels>& acc) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int key = c.firstKey + c.warpRow + c.group + 8 * half;
-      if (key >= p.seqKv) continue;
+      if (key >= c.keyEnd) continue;
       Element* out = base + int64_t(key) * strides[2];
 #pragma unroll
       for (int n = 0; n < 2 * kOutPanels; ++n) {
@@ -300,8 +338,8 @@ struct KeyGradientKernel {
         accumulatePanel(dk, panel, dsFrag, slot, kQueries, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
       }
     }
-    store(p, c, c.dv, p.dvStrides, p.headDimV, 1.0f, dv);
-    store(p, c, c.dk, p.dkStrides, p.headDimQk, p.scale, dk);
+    store(c, c.dv, p.dvStrides, p.headDimV, 1.0f, dv);
+    store(c, c.dk, p.dkStrides, p.headDimQk, p.scale, dk);
   }
 };
 

@@ -10,6 +10,10 @@
 //   dK/dV kernel    key-major: per (query head of the group, Q tile) S^T = K Q^T and
 //                   dP^T = V dO^T, dV += P^T dO, dK += dS^T Q; written once (dK times the scale)
 //
+// With attention slices the dQ kernel walks its rows' key hulls as the forward does, and the
+// dK/dV kernel the mirror: its keys are a tile of one key-axis segment, its Q tiles those of the
+// query hull of each slice covering that segment (common/slice_mask.h).
+//
 // where P = exp2(S * scale * log2(e) - lse2). S and dP are computed twice (once per kernel): the
 // price of keeping every gradient accumulator in registers, split by columns across warps, at
 // head dims up to 1024, and of needing no atomics.
@@ -97,6 +101,15 @@ struct BackwardParams : ProblemSizes {
   int64_t dvStrides[3];
   int32_t headsKv;
   float scale;
+  // Attention slices (slices.slices not null; then `causal` is 0): dQ CTA x < rowTileCount works
+  // on rowTiles[x] (the query axis' tiles of Br rows), dK/dV CTA x < keyTileCount on keyTiles[x]
+  // (the key axis' tiles of Bk keys); the CTAs after them on the rows (keys) from the axis'
+  // extent on, which see no key (which no row sees): their gradients are 0.
+  slices::SliceView slices;
+  const slices::AxisTile* rowTiles;
+  const slices::AxisTile* keyTiles;
+  int32_t rowTileCount;
+  int32_t keyTileCount;
 
   GradientLayout queryLayout;  // the dQ kernel's
   GradientLayout keyLayout;    // the dK/dV kernel's

@@ -9,7 +9,8 @@
 //   output steps:  dQ[Br, warp's columns] += dS[Br, Bc] K[Bc, warp's columns]
 //
 // and writes dQ * scale once. Q and dO rows are persisted in shared memory or streamed with the
-// K and V panels of each score step.
+// K and V panels of each score step. With attention slices the CTA's rows are a row tile of one
+// query segment and its KV tiles those of the forward (common/slice_mask.h).
 #pragma once
 
 #include "common/element.cuh"
@@ -47,6 +48,8 @@ struct QueryGradientKernel {
 
   struct Coordinates {
     int firstRow;  // of the CTA
+    int rowEnd;    // one past its last row to store (the tensor's end, or its row tile's)
+    int segment;   // with slices: the segment of its rows (-1: rows no slice covers)
     int warpRow;   // first row of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
@@ -67,7 +70,10 @@ struct QueryGradientKernel {
     c.colWarp = role.colWarp;
     c.group = role.group;
     c.quad = role.quad;
-    c.firstRow = blockIndexX() * kRows;
+    const CtaRows rows = ctaRows(p, kRows);
+    c.firstRow = rows.firstRow;
+    c.rowEnd = rows.rowEnd;
+    c.segment = rows.segment;
     c.warpRow = c.rowGroup * 16;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     const int64_t kvHead = head / p.groupSize;
@@ -83,6 +89,11 @@ struct QueryGradientKernel {
   }
 
   static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
+
+  // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
+  static FFPA_DEVICE KeyTile keyTile(const BackwardParams& p, const Coordinates& c, int tile) {
+    return keyTileOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, tile);
+  }
 
   // Steps of a KV tile: ceil(qkPanels / w) steps of Q K^T, ceil(vPanels / w) of dO V^T, then
   // ceil(kOutPanels / w2) of dS K.
@@ -104,7 +115,7 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void issueStep(const BackwardParams& p, const Coordinates& c, const Steps& s, int tile,
                                     int inTile, uint32_t base) {
     const GradientLayout& l = p.queryLayout;
-    const int firstKey = tile * kKeys;
+    const int firstKey = keyTile(p, c, tile).firstKey;
     const int w = l.scorePanelsPerStep;
     if (inTile < s.qkSteps + s.vSteps) {
       const bool isQk = inTile < s.qkSteps;
@@ -133,9 +144,9 @@ struct QueryGradientKernel {
     }
   }
 
-  // The number of KV tiles the CTA's rows see (0 when the causal mask hides every key).
+  // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const BackwardParams& p, const Coordinates& c) {
-    return visibleKeyTiles(p.seqQ, p.seqKv, kKeys, c.firstRow, kRows, p.causal, p.causalOffset);
+    return visibleKeyTilesOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, kRows);
   }
 
   // Score steps [first, first + count) of one product: acc += A B^T, A rows from the persisted
@@ -178,20 +189,16 @@ struct QueryGradientKernel {
       delta[half] = inside ? p.rowStats[c.statsRow + localRow] : 0.0f;
       lse2[half] = inside ? p.rowStats[rowCount + c.statsRow + localRow] : __builtin_huge_valf();
     }
-    const int firstKey = tile * kKeys + c.colWarp * kShape.keysPerWarp;
-    const bool masked = tile * kKeys + kKeys > p.seqKv ||
-                        (p.causal && tile * kKeys + kKeys - 1 > c.firstRow + p.causalOffset);
+    const KeyTile keys = keyTile(p, c, tile);
+    const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
+    const RowKeyMask mask = rowKeyMask(p, keys.slice, c.firstRow, c.rowEnd, keys.firstKey, kKeys,
+                                       c.firstRow + c.warpRow + c.group);
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float probability = exp2Approx(s.f[n][e] * p.scaleLog2 - lse2[e >> 1]);
-        if (masked) {
-          const int key = firstKey + 8 * n + 2 * c.quad + (e & 1);
-          const int64_t row = c.firstRow + c.warpRow + c.group + 8 * (e >> 1);
-          const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
-          if (!visible) probability = 0.0f;
-        }
+        if (mask.hides(e >> 1, firstKey + 8 * n + 2 * c.quad + (e & 1))) probability = 0.0f;
         s.f[n][e] = probability * (dp.f[n][e] - delta[e >> 1]);
       }
     }
@@ -205,7 +212,7 @@ struct QueryGradientKernel {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = c.firstRow + c.warpRow + c.group + 8 * half;
-      if (row >= p.seqQ) continue;
+      if (row >= c.rowEnd) continue;
       Element* out = c.dq + int64_t(row) * p.dqStrides[2];
 #pragma unroll
       for (int n = 0; n < 2 * kOutPanels; ++n) {

@@ -1,10 +1,12 @@
-// Where a CTA of the tiled kernels works, and which tiles its rows meet under a causal mask.
+// Where a CTA of the tiled kernels works, which tiles its rows meet under a causal mask, and which
+// keys of a tile each row sees.
 //
 // The tiled kernels arrange their warps as row groups of 16 rows with kColWarps column warps
 // each, and launch grids (tiles, B * H) or (tiles, H, B).
 #pragma once
 
 #include "common/platform.cuh"
+#include "common/slice_mask.h"
 
 #include <cstdint>
 
@@ -48,6 +50,78 @@ FFPA_DEVICE int visibleKeyTiles(int seqQ, int seqKv, int tileKeys, int firstRow,
     if (causalTiles < tiles) tiles = static_cast<int>(causalTiles);
   }
   return tiles;
+}
+
+// The rows of a query-major CTA (the forward, dQ) of `rows` rows: [firstRow, rowEnd) and, with
+// attention slices, the query segment they lie in (-1: none, or no slices). With slices CTA x
+// takes row tile x of the segments (p.rowTiles, the table for `rows`), the CTAs after them the
+// rows past the slices' query extent.
+struct CtaRows {
+  int firstRow;
+  int rowEnd;
+  int segment;
+};
+
+template <class Params>
+FFPA_DEVICE CtaRows ctaRows(const Params& p, int rows) {
+  if (p.slices.slices == nullptr) return {blockIndexX() * rows, p.seqQ, -1};
+  const slices::AxisTile tile = slices::ctaTile(p.slices.queries, p.rowTiles, p.rowTileCount, blockIndexX(), rows, p.seqQ);
+  return {tile.begin, tile.end, tile.segment};
+}
+
+// KV tile `tile` of a query-major CTA with rows `r`: keys [firstKey, firstKey + tileKeys), seen
+// through slice `slice` (-1: no slices, tile `tile` of the keys from 0).
+struct KeyTile {
+  int firstKey;
+  int slice;
+};
+
+template <class Params>
+FFPA_DEVICE KeyTile keyTileOf(const Params& p, const CtaRows& r, int tileKeys, int tile) {
+  if (p.slices.slices == nullptr) return {tile * tileKeys, -1};
+  const slices::WalkTile t = slices::walkTile(p.slices, true, r.segment, r.firstRow, r.rowEnd - 1, tileKeys, tile);
+  return {static_cast<int>(t.first), t.slice};
+}
+
+// The number of KV tiles of `tileKeys` keys a query-major CTA of `rows` rows walks (0 when the
+// mask hides every key).
+template <class Params>
+FFPA_DEVICE int visibleKeyTilesOf(const Params& p, const CtaRows& r, int tileKeys, int rows) {
+  if (p.slices.slices == nullptr) {
+    return visibleKeyTiles(p.seqQ, p.seqKv, tileKeys, r.firstRow, rows, p.causal, p.causalOffset);
+  }
+  return slices::walkTiles(p.slices, true, r.segment, r.firstRow, r.rowEnd - 1, tileKeys);
+}
+
+// Which keys of a KV tile (keys [firstKey, firstKey + tileKeys)) the thread's two rows, `row`
+// and row + 8, see in a query-major kernel (the forward, dQ): through slice `slice` of p.slices
+// when it is >= 0, else every key under the causal mask. `masked` is false when every row of the
+// CTA, [firstRow, rowEnd), sees every key of the tile, so that no element needs the test.
+struct RowKeyMask {
+  bool masked;
+  slices::KeySpan span[2];
+
+  FFPA_DEVICE bool hides(int half, int64_t key) const {
+    return masked && (key < span[half].begin || key >= span[half].end);
+  }
+};
+
+template <class Params>
+FFPA_DEVICE RowKeyMask rowKeyMask(const Params& p, int slice, int firstRow, int rowEnd, int firstKey, int tileKeys,
+                                  int64_t row) {
+  RowKeyMask m;
+  if (slice >= 0) {
+    const slices::SliceRange s = p.slices.slices[slice];
+    m.masked = !slices::seesWholeTile(s, firstRow, rowEnd - 1, firstKey, firstKey + tileKeys - 1);
+    for (int half = 0; half < 2; ++half) m.span[half] = slices::keySpan(s, row + 8 * half);
+  } else {
+    m.masked = firstKey + tileKeys > p.seqKv || (p.causal && firstKey + tileKeys - 1 > firstRow + p.causalOffset);
+    for (int half = 0; half < 2; ++half) {
+      const int64_t r = row + 8 * half;
+      m.span[half] = {0, p.causal && r + p.causalOffset + 1 < p.seqKv ? r + p.causalOffset + 1 : p.seqKv};
+    }
+  }
+  return m;
 }
 
 }  // namespace ffpa::kernels::sm80

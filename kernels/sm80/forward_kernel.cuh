@@ -85,21 +85,10 @@ struct ForwardKernel {
     c.colWarp = role.colWarp;
     c.group = role.group;
     c.quad = role.quad;
-    c.firstRow = blockIndexX() * kRows;
-    c.rowEnd = p.seqQ;
-    c.segment = -1;
-    if (sliced(p)) {
-      const int x = blockIndexX();
-      if (x < p.rowTileCount) {
-        const slices::RowTile tile = p.rowTiles[x];
-        c.firstRow = tile.rowBegin;
-        c.rowEnd = tile.rowEnd;
-        c.segment = tile.segment;
-      } else {  // past the slices' query extent
-        c.firstRow = p.slices.segmentStarts[p.slices.segments] + (x - p.rowTileCount) * kRows;
-        c.rowEnd = min2(c.firstRow + kRows, p.seqQ);
-      }
-    }
+    const CtaRows rows = ctaRows(p, kRows);
+    c.firstRow = rows.firstRow;
+    c.rowEnd = rows.rowEnd;
+    c.segment = rows.segment;
     c.warpRow = c.rowGroup * 16;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     const int64_t kvHead = head / p.groupSize;
@@ -112,33 +101,10 @@ struct ForwardKernel {
     return c;
   }
 
-  static FFPA_DEVICE bool sliced(const ForwardParams& p) { return p.slices.slices != nullptr; }
 
-  // KV tile `tile` of the CTA: keys [firstKey, firstKey + Bc) of slice `slice` (-1: no slices).
-  struct KeyTile {
-    int firstKey;
-    int slice;
-  };
-
-  // The keys the CTA's rows see through `slice`, and the KV tiles that cover them.
-  static FFPA_DEVICE slices::KeySpan sliceKeys(const ForwardParams& p, const Coordinates& c, int slice) {
-    return slices::keyHullOfRows(p.slices.slices[slice], c.firstRow, c.rowEnd - 1);
-  }
-  static FFPA_DEVICE int tilesOf(const slices::KeySpan& keys) {
-    return keys.end > keys.begin ? static_cast<int>((keys.end - keys.begin + kKeys - 1) / kKeys) : 0;
-  }
-
-  // With slices the CTA's tiles are those of each slice of its segment in turn.
+  // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
   static FFPA_DEVICE KeyTile keyTile(const ForwardParams& p, const Coordinates& c, int tile) {
-    if (!sliced(p)) return {tile * kKeys, -1};
-    for (int i = p.slices.coverOffsets[c.segment]; i < p.slices.coverOffsets[c.segment + 1]; ++i) {
-      const int slice = p.slices.cover[i];
-      const slices::KeySpan keys = sliceKeys(p, c, slice);
-      const int tiles = tilesOf(keys);
-      if (tile < tiles) return {static_cast<int>(keys.begin) + tile * kKeys, slice};
-      tile -= tiles;
-    }
-    return {0, -1};  // not reached: tile < visibleTiles()
+    return keyTileOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, tile);
   }
 
   // The panels of step `inTile` of KV tile `tile` (the Q K^T steps, then the P V steps).
@@ -334,34 +300,15 @@ struct ForwardKernel {
     s.toFloat();
     const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
-    // The keys each of the thread's two rows (g, g + 8) sees: [span.begin, span.end).
-    slices::KeySpan span[2];
-    bool masked;
-    if (sliced(p)) {
-      const slices::SliceRange slice = p.slices.slices[keys.slice];
-      masked = !slices::seesWholeTile(slice, c.firstRow, c.rowEnd - 1, keys.firstKey, keys.firstKey + kKeys - 1);
-      for (int half = 0; half < 2; ++half) {
-        span[half] = slices::keySpan(slice, c.firstRow + c.warpRow + c.group + 8 * half);
-      }
-    } else {
-      masked = tile * kKeys + kKeys > p.seqKv ||
-               (p.causal && tile * kKeys + kKeys - 1 > c.firstRow + p.causalOffset);
-      for (int half = 0; half < 2; ++half) {
-        const int64_t row = c.firstRow + c.warpRow + c.group + 8 * half;
-        const int64_t end = p.causal && row + p.causalOffset + 1 < p.seqKv ? row + p.causalOffset + 1 : p.seqKv;
-        span[half] = {0, end};
-      }
-    }
+    const RowKeyMask mask = rowKeyMask(p, keys.slice, c.firstRow, c.rowEnd, keys.firstKey, kKeys,
+                                       c.firstRow + c.warpRow + c.group);
     float tileMax[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float value = s.f[n][e] * p.scaleLog2;
-        if (masked) {
-          const int key = firstKey + 8 * n + 2 * c.quad + (e & 1);
-          if (key < span[e >> 1].begin || key >= span[e >> 1].end) value = kNegativeInfinity;
-        }
+        if (mask.hides(e >> 1, firstKey + 8 * n + 2 * c.quad + (e & 1))) value = kNegativeInfinity;
         s.f[n][e] = value;
         tileMax[e >> 1] = value > tileMax[e >> 1] ? value : tileMax[e >> 1];
       }
@@ -474,13 +421,7 @@ struct ForwardKernel {
 
   // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const ForwardParams& p, const Coordinates& c) {
-    if (!sliced(p)) return visibleKeyTiles(p.seqQ, p.seqKv, kKeys, c.firstRow, kRows, p.causal, p.causalOffset);
-    if (c.segment < 0) return 0;
-    int tiles = 0;
-    for (int i = p.slices.coverOffsets[c.segment]; i < p.slices.coverOffsets[c.segment + 1]; ++i) {
-      tiles += tilesOf(sliceKeys(p, c, p.slices.cover[i]));
-    }
-    return tiles;
+    return visibleKeyTilesOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, kRows);
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {

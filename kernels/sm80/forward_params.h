@@ -57,7 +57,7 @@ struct ForwardParams : ProblemSizes {
   // rowTiles[x], the CTAs after it on the rows from the slices' query extent on, which see no key;
   // the keys of a CTA are those of the slices covering its segment.
   slices::SliceView slices;
-  const slices::RowTile* rowTiles;
+  const slices::AxisTile* rowTiles;
   int32_t rowTileCount;
   int64_t qStrides[3];
   int64_t kStrides[3];

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <type_traits>
+#include <utility>
 
 namespace ffpa::slices {
 namespace {
@@ -98,67 +101,82 @@ SliceTable::SliceTable(std::vector<SliceRange> list) : slices_(std::move(list)) 
     queryExtent_ = std::max<int64_t>(queryExtent_, s.q1);
     keyExtent_ = std::max<int64_t>(keyExtent_, s.k1);
   }
-  buildSegments();
+  queries_ = buildAxis([](const SliceRange& s) { return std::pair{s.q0, s.q1}; },
+                       [](const SliceRange& x, const SliceRange& y) { return x.k0 < y.k0; });
   checkNoKeyTwice();
   countVisiblePairs();
-  buildRowTiles();
+  keys_ = buildAxis([](const SliceRange& s) { return std::pair{s.k0, s.k1}; },
+                    [](const SliceRange& x, const SliceRange& y) { return x.q0 < y.q0; });
 }
 
 SliceTable::~SliceTable() {
   if (device_ != nullptr && cudaFree(device_) != cudaSuccess) cudaGetLastError();
 }
 
-void SliceTable::buildSegments() {
-  segmentStarts_.push_back(0);  // rows before the first slice: a segment no slice covers
+template <class Range, class Before>
+SliceTable::Axis SliceTable::buildAxis(Range range, Before before) const {
+  Axis axis;
+  std::vector<int32_t>& starts = axis.segmentStarts;
+  starts.push_back(0);  // indices before the first slice: a segment no slice covers
   for (const SliceRange& s : slices_) {
-    segmentStarts_.push_back(s.q0);
-    segmentStarts_.push_back(s.q1);
+    starts.push_back(range(s).first);
+    starts.push_back(range(s).second);
   }
-  std::sort(segmentStarts_.begin(), segmentStarts_.end());
-  segmentStarts_.erase(std::unique(segmentStarts_.begin(), segmentStarts_.end()), segmentStarts_.end());
-  const size_t segments = segmentStarts_.size() - 1;
-  const auto segmentAt = [&](int32_t row) {
-    return static_cast<size_t>(std::lower_bound(segmentStarts_.begin(), segmentStarts_.end(), row) -
-                               segmentStarts_.begin());
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  const size_t segments = starts.size() - 1;
+  const auto segmentAt = [&](int32_t index) {
+    return static_cast<size_t>(std::lower_bound(starts.begin(), starts.end(), index) - starts.begin());
   };
   // Counting pass, then the fill of a compressed-rows table: slice i covers segments
-  // [segmentAt(q0), segmentAt(q1)).
+  // [segmentAt(begin), segmentAt(end)).
   std::vector<int64_t> counts(segments + 1, 0);
   for (const SliceRange& s : slices_) {
-    for (size_t g = segmentAt(s.q0); g < segmentAt(s.q1); ++g) ++counts[g + 1];
+    for (size_t g = segmentAt(range(s).first); g < segmentAt(range(s).second); ++g) ++counts[g + 1];
   }
   for (size_t g = 0; g < segments; ++g) counts[g + 1] += counts[g];
   require(counts[segments] <= INT32_MAX, FFPA_STATUS_NOT_SUPPORTED_SHAPE, "the slices overlap in ",
-          counts[segments], " (slice, query segment) pairs; at most ", INT32_MAX, " are supported");
-  coverOffsets_.assign(counts.begin(), counts.end());
-  cover_.resize(static_cast<size_t>(counts[segments]));
-  std::vector<int32_t> next(coverOffsets_.begin(), coverOffsets_.end() - 1);
+          counts[segments], " (slice, segment) pairs; at most ", INT32_MAX, " are supported");
+  axis.coverOffsets.assign(counts.begin(), counts.end());
+  axis.cover.resize(static_cast<size_t>(counts[segments]));
+  std::vector<int32_t> next(axis.coverOffsets.begin(), axis.coverOffsets.end() - 1);
   for (size_t i = 0; i < slices_.size(); ++i) {
-    for (size_t g = segmentAt(slices_[i].q0); g < segmentAt(slices_[i].q1); ++g) {
-      cover_[next[g]++] = static_cast<int32_t>(i);
+    for (size_t g = segmentAt(range(slices_[i]).first); g < segmentAt(range(slices_[i]).second); ++g) {
+      axis.cover[next[g]++] = static_cast<int32_t>(i);
     }
   }
   for (size_t g = 0; g < segments; ++g) {
-    std::sort(cover_.begin() + coverOffsets_[g], cover_.begin() + coverOffsets_[g + 1],
-              [&](int32_t a, int32_t b) { return slices_[a].k0 < slices_[b].k0 || (slices_[a].k0 == slices_[b].k0 && a < b); });
+    std::sort(axis.cover.begin() + axis.coverOffsets[g], axis.cover.begin() + axis.coverOffsets[g + 1],
+              [&](int32_t a, int32_t b) { return before(slices_[a], slices_[b]) || (!before(slices_[b], slices_[a]) && a < b); });
   }
+  for (int i = 0; i < kTileSizes; ++i) {
+    const int32_t size = 16 << i;
+    for (size_t g = 0; g < segments; ++g) {
+      const int32_t segment = axis.coverOffsets[g] == axis.coverOffsets[g + 1] ? -1 : static_cast<int32_t>(g);
+      for (int32_t begin = starts[g]; begin < starts[g + 1]; begin += size) {
+        axis.tiles[i].push_back({begin, std::min(begin + size, starts[g + 1]), segment});
+      }
+    }
+  }
+  return axis;
 }
 
 // Two slices of a segment can give a row the same key only when their key ranges overlap; the
 // cover is sorted by k0, so each slice is compared with the following ones that start before it
 // ends, row by row.
 void SliceTable::checkNoKeyTwice() const {
-  for (int32_t g = 0; g < segments(); ++g) {
-    for (int32_t a = coverOffsets_[g]; a < coverOffsets_[g + 1]; ++a) {
-      const SliceRange& first = slices_[cover_[a]];
-      for (int32_t b = a + 1; b < coverOffsets_[g + 1] && slices_[cover_[b]].k0 < first.k1; ++b) {
-        const SliceRange& second = slices_[cover_[b]];
-        for (int64_t row = segmentStarts_[g]; row < segmentStarts_[g + 1]; ++row) {
+  const Axis& rows = queries_;
+  for (int32_t g = 0; g < rows.segments(); ++g) {
+    for (int32_t a = rows.coverOffsets[g]; a < rows.coverOffsets[g + 1]; ++a) {
+      const SliceRange& first = slices_[rows.cover[a]];
+      for (int32_t b = a + 1; b < rows.coverOffsets[g + 1] && slices_[rows.cover[b]].k0 < first.k1; ++b) {
+        const SliceRange& second = slices_[rows.cover[b]];
+        for (int64_t row = rows.segmentStarts[g]; row < rows.segmentStarts[g + 1]; ++row) {
           const KeySpan x = keySpan(first, row);
           const KeySpan y = keySpan(second, row);
           const int64_t begin = std::max(x.begin, y.begin);
           if (begin < std::min(x.end, y.end)) {
-            const auto [i, j] = std::minmax(cover_[a], cover_[b]);
+            const auto [i, j] = std::minmax(rows.cover[a], rows.cover[b]);
             fail(FFPA_STATUS_BAD_PARAM,
                  cat(sliceText(slices_, i), " and ", sliceText(slices_, j), " both give query row ",
                      row, " key ", begin, "; a key may reach a row through one slice only (it would "
@@ -179,40 +197,41 @@ void SliceTable::countVisiblePairs() {
   }
 }
 
-void SliceTable::buildRowTiles() {
-  for (int i = 0; i < kRowTileSizes; ++i) {
-    const int32_t rows = 16 << i;
-    for (int32_t g = 0; g < segments(); ++g) {
-      const int32_t segment = coverOffsets_[g] == coverOffsets_[g + 1] ? -1 : g;
-      for (int32_t begin = segmentStarts_[g]; begin < segmentStarts_[g + 1]; begin += rows) {
-        rowTiles_[i].push_back({begin, std::min(begin + rows, segmentStarts_[g + 1]), segment});
-      }
-    }
-  }
-}
-
-SliceView SliceTable::hostView() const {
-  SliceView view{slices_.data(), segmentStarts_.data(), coverOffsets_.data(), cover_.data(), segments()};
-  for (int i = 0; i < kRowTileSizes; ++i) {
-    view.rowTiles[i] = rowTiles_[i].data();
-    view.rowTileCounts[i] = static_cast<int32_t>(rowTiles_[i].size());
+AxisView SliceTable::Axis::view() const {
+  AxisView view{segmentStarts.data(), coverOffsets.data(), cover.data(), segments()};
+  for (int i = 0; i < kTileSizes; ++i) {
+    view.tiles[i] = tiles[i].data();
+    view.tileCounts[i] = static_cast<int32_t>(tiles[i].size());
   }
   return view;
 }
 
+SliceView SliceTable::hostView() const { return {slices_.data(), queries_.view(), keys_.view()}; }
+
 void SliceTable::upload(int32_t ordinal) {
   require(device_ == nullptr, FFPA_STATUS_INTERNAL_ERROR, "slice table uploaded twice");
-  // Every array at a 256-byte boundary of one allocation.
+  // Every array of the host view at a 256-byte boundary of one allocation; once it exists, the
+  // device view's pointers are moved onto the copies.
+  SliceView view = hostView();
   struct Part {
     const void* data;
     size_t bytes;
-    size_t offset;
+    std::function<void(const unsigned char*)> rebind;
+    size_t offset = 0;
   };
-  std::vector<Part> parts{{slices_.data(), slices_.size() * sizeof(SliceRange), 0},
-                          {segmentStarts_.data(), segmentStarts_.size() * sizeof(int32_t), 0},
-                          {coverOffsets_.data(), coverOffsets_.size() * sizeof(int32_t), 0},
-                          {cover_.data(), cover_.size() * sizeof(int32_t), 0}};
-  for (const std::vector<RowTile>& tiles : rowTiles_) parts.push_back({tiles.data(), tiles.size() * sizeof(RowTile), 0});
+  std::vector<Part> parts;
+  const auto add = [&parts](auto*& field, int64_t count) {
+    using Pointer = std::remove_reference_t<decltype(field)>;
+    parts.push_back({field, static_cast<size_t>(count) * sizeof(*field),
+                     [&field](const unsigned char* copy) { field = reinterpret_cast<Pointer>(copy); }});
+  };
+  add(view.slices, static_cast<int64_t>(slices_.size()));
+  for (auto [axis, host] : {std::pair{&view.queries, &queries_}, std::pair{&view.keys, &keys_}}) {
+    add(axis->segmentStarts, axis->segments + 1);
+    add(axis->coverOffsets, axis->segments + 1);
+    add(axis->cover, static_cast<int64_t>(host->cover.size()));
+    for (int i = 0; i < kTileSizes; ++i) add(axis->tiles[i], axis->tileCounts[i]);
+  }
   size_t total = 0;
   for (Part& part : parts) {
     part.offset = total;
@@ -233,17 +252,10 @@ void SliceTable::upload(int32_t ordinal) {
     cudaFree(device);
     throw;
   }
+  for (const Part& part : parts) part.rebind(static_cast<const unsigned char*>(device) + part.offset);
   device_ = device;
   deviceOrdinal_ = ordinal;
-  const auto at = [&](size_t part) { return static_cast<const unsigned char*>(device) + parts[part].offset; };
-  deviceView_ = hostView();  // the counts; the pointers follow
-  deviceView_.slices = reinterpret_cast<const SliceRange*>(at(0));
-  deviceView_.segmentStarts = reinterpret_cast<const int32_t*>(at(1));
-  deviceView_.coverOffsets = reinterpret_cast<const int32_t*>(at(2));
-  deviceView_.cover = reinterpret_cast<const int32_t*>(at(3));
-  for (int i = 0; i < kRowTileSizes; ++i) {
-    deviceView_.rowTiles[i] = reinterpret_cast<const RowTile*>(at(4 + static_cast<size_t>(i)));
-  }
+  deviceView_ = view;
 }
 
 SliceView SliceTable::deviceView(int32_t ordinal, const char* argument) const {

@@ -1,5 +1,5 @@
-// A checked list of attention slices (see common/slice_mask.h for the rule) with its query-axis
-// segments, on the host and, once uploaded, in device memory. Immutable after construction but
+// A checked list of attention slices (see common/slice_mask.h for the rule) with the segments of
+// its query and key axes, on the host and, once uploaded, in device memory. Immutable after construction but
 // for the one upload; shared by the slices object and the attention descriptors it was attached
 // to, so that neither outlives the device copy the other's calls read.
 #pragma once
@@ -27,7 +27,6 @@ class SliceTable {
   int64_t queryExtent() const { return queryExtent_; }
   int64_t keyExtent() const { return keyExtent_; }
   int64_t visiblePairs() const { return visiblePairs_; }
-  int32_t segments() const { return static_cast<int32_t>(segmentStarts_.size()) - 1; }
 
   SliceView hostView() const;
   // The device copy's view. Throws BAD_PARAM naming `argument` when the table was not uploaded
@@ -35,16 +34,26 @@ class SliceTable {
   SliceView deviceView(int32_t ordinal, const char* argument) const;
 
  private:
-  void buildSegments();
-  void buildRowTiles();
+  // One axis: segment starts, the slices covering each segment, its tiles of every size.
+  struct Axis {
+    std::vector<int32_t> segmentStarts;
+    std::vector<int32_t> coverOffsets;
+    std::vector<int32_t> cover;
+    std::vector<AxisTile> tiles[kTileSizes];
+
+    int32_t segments() const { return static_cast<int32_t>(segmentStarts.size()) - 1; }
+    AxisView view() const;
+  };
+  // The axis of the ranges `range(slice)` gives ([q0, q1) or [k0, k1)), each cover sorted by
+  // `before`.
+  template <class Range, class Before>
+  Axis buildAxis(Range range, Before before) const;
   void checkNoKeyTwice() const;
   void countVisiblePairs();
 
   std::vector<SliceRange> slices_;
-  std::vector<int32_t> segmentStarts_;
-  std::vector<int32_t> coverOffsets_;
-  std::vector<int32_t> cover_;
-  std::vector<RowTile> rowTiles_[kRowTileSizes];
+  Axis queries_;
+  Axis keys_;
   int64_t queryExtent_ = 0;
   int64_t keyExtent_ = 0;
   int64_t visiblePairs_ = 0;

@@ -46,7 +46,7 @@ struct RowKeys {
 
 __device__ inline RowKeys rowKeys(const KeyMask& mask, int64_t n, int64_t seqKv) {
   if (mask.slices.slices != nullptr) {
-    const int32_t segment = slices::segmentOf(mask.slices, n);
+    const int32_t segment = slices::segmentOf(mask.slices.queries, n);
     return {slices::keyHull(mask.slices, segment, n), segment};
   }
   if (mask.mode == FFPA_CAUSAL_NONE) return {{0, seqKv}, -1};
@@ -173,7 +173,7 @@ __global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64
     const float rowLse = lse[c.b * ls.b + c.h * ls.h + c.n * ls.n];
     // Per element: only the slices' own test (segment lookup), not the row's hull as well.
     const bool seen = mask.slices.slices != nullptr
-                          ? slices::sees(mask.slices, slices::segmentOf(mask.slices, c.n), c.n, j)
+                          ? slices::sees(mask.slices, slices::segmentOf(mask.slices.queries, c.n), c.n, j)
                           : sees(mask, rowKeys(mask, c.n, seqKv), c.n, j);
     const bool visible = rowLse != -INFINITY && seen;
     scores[i] = visible ? expf(scores[i] - rowLse) : 0.0f;

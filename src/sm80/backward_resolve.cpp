@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/slice_table.h"
 #include "ffpa_build_config.h"
 #include "sm80/backward_variant.h"
 #include "sm80/resolve_common.h"
@@ -42,7 +43,6 @@ BackwardResolution resolveBackward(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
   const Policy& policy = r.policy;
   if (auto why = unservedProblem(problem)) return refuse(notApplicable(*why));
-  if (problem.slices != nullptr) return refuse(notApplicable("attention slices (the reference path serves them)"));
   // Inputs read by cp.async (16-byte rows) or as 4-byte pairs (O); outputs written as pairs.
   if (auto why = strideProblem({{"Q", problem.q, 8},
                                 {"K", problem.k, 8},
@@ -158,7 +158,34 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
   p.headsKv = static_cast<int32_t>(problem.headsKv);
   p.scale = problem.scale;
   p.gridDnhb = launch.gridDnhb;
+  p.slices = tensors.slices;
+  p.rowTiles = p.keyTiles = nullptr;
+  p.rowTileCount = p.keyTileCount = 0;
+  if (p.slices.slices != nullptr) {
+    const int rowTable = slices::tileTableIndex(launch.queryShape.rows());
+    const int keyTable = slices::tileTableIndex(launch.keyShape.keys());
+    p.rowTiles = p.slices.queries.tiles[rowTable];
+    p.rowTileCount = p.slices.queries.tileCounts[rowTable];
+    p.keyTiles = p.slices.keys.tiles[keyTable];
+    p.keyTileCount = p.slices.keys.tileCounts[keyTable];
+  }
   return p;
+}
+
+BackwardGrids backwardCallGrids(const BackwardLaunch& launch, const AttentionProblem& problem,
+                                const BackwardParams& params) {
+  BackwardGrids grids;
+  for (int i = 0; i < 3; ++i) {
+    grids.query[i] = launch.queryGrid[i];
+    grids.key[i] = launch.keyGrid[i];
+  }
+  if (problem.slices == nullptr) return grids;
+  const int64_t rows = launch.queryShape.rows(), keys = launch.keyShape.keys();
+  const int64_t rowTail = problem.seqQ - problem.slices->queryExtent();
+  const int64_t keyTail = problem.seqKv - problem.slices->keyExtent();
+  grids.query[0] = static_cast<uint32_t>(params.rowTileCount + (rowTail + rows - 1) / rows);
+  grids.key[0] = static_cast<uint32_t>(params.keyTileCount + (keyTail + keys - 1) / keys);
+  return grids;
 }
 
 std::string describeBackwardConfig(const BackwardLaunch& d) {

@@ -48,6 +48,16 @@ BackwardResolution resolveBackward(const PlanRequest& request);
 BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionProblem& problem,
                                   const TensorArgs& tensors, void* rowStats);
 
+// The grids of one call's dQ and dK/dV kernels: the plan's, with the x extents of a sliced problem
+// counting its row and key tiles (which the plan, keyed on the presence of slices only, cannot
+// know).
+struct BackwardGrids {
+  uint32_t query[3];
+  uint32_t key[3];
+};
+BackwardGrids backwardCallGrids(const BackwardLaunch& launch, const AttentionProblem& problem,
+                                const BackwardParams& params);
+
 // "dQ: Br=64 Bc=64 warps=4x2 ...; dK/dV: Bk=32 Bq=64 warps=2x4 ..." for plan descriptions.
 std::string describeBackwardConfig(const BackwardLaunch& launch);
 

@@ -20,15 +20,16 @@ class BackwardPlan final : public PlanPayload {
   // Three launches on the stream, in order: row statistics, dQ, dK/dV.
   void launch(const LaunchArgs& args) const override {
     BackwardParams p = backwardCallParams(d_, args.problem, args.tensors, args.workspace);
+    const BackwardGrids grids = backwardCallGrids(d_, args.problem, p);
     void* arguments[] = {&p};
     const auto stream = static_cast<cudaStream_t>(args.stream);
     checkCuda(cudaLaunchKernel(d_.instance->rowStats, dim3(d_.rowStatsGrid), dim3(32 * kRowStatsWarps),
                                arguments, 0, stream),
               "the sm80 backward row-statistics kernel launch");
-    checkCuda(cudaLaunchKernel(d_.instance->queryGradient, dim3(d_.queryGrid[0], d_.queryGrid[1], d_.queryGrid[2]),
+    checkCuda(cudaLaunchKernel(d_.instance->queryGradient, dim3(grids.query[0], grids.query[1], grids.query[2]),
                                dim3(d_.queryShape.threads()), arguments, p.queryLayout.sharedBytes, stream),
               "the sm80 backward dQ kernel launch");
-    checkCuda(cudaLaunchKernel(d_.instance->keyGradient, dim3(d_.keyGrid[0], d_.keyGrid[1], d_.keyGrid[2]),
+    checkCuda(cudaLaunchKernel(d_.instance->keyGradient, dim3(grids.key[0], grids.key[1], grids.key[2]),
                                dim3(d_.keyShape.threads()), arguments, p.keyLayout.sharedBytes, stream),
               "the sm80 backward dK/dV kernel launch");
   }

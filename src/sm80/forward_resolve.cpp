@@ -197,9 +197,9 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   p.rowTiles = nullptr;
   p.rowTileCount = 0;
   if (p.slices.slices != nullptr) {
-    const int table = slices::rowTileIndex(launch.shape.rows());
-    p.rowTiles = p.slices.rowTiles[table];
-    p.rowTileCount = p.slices.rowTileCounts[table];
+    const int table = slices::tileTableIndex(launch.shape.rows());
+    p.rowTiles = p.slices.queries.tiles[table];
+    p.rowTileCount = p.slices.queries.tileCounts[table];
   }
   return p;
 }

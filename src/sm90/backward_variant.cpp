@@ -124,6 +124,7 @@ class BackwardPlan final : public PlanPayload {
     const auto stream = static_cast<cudaStream_t>(args.stream);
     const sm80::BackwardLaunch& m = mmaSync_;
     sm80::BackwardParams p = sm80::backwardCallParams(m, args.problem, args.tensors, args.workspace);
+    const sm80::BackwardGrids grids = sm80::backwardCallGrids(m, args.problem, p);
     void* arguments[] = {&p};
     checkCuda(cudaLaunchKernel(m.instance->rowStats, dim3(m.rowStatsGrid), dim3(32 * sm80::kRowStatsWarps), arguments,
                                0, stream),
@@ -134,7 +135,7 @@ class BackwardPlan final : public PlanPayload {
                                           describeQueryGradientCall(args.problem, args.tensors, rowStats, gridDnhb_),
                                           stream, "the sm90 backward dQ kernel launch");
     } else {
-      checkCuda(cudaLaunchKernel(m.instance->queryGradient, dim3(m.queryGrid[0], m.queryGrid[1], m.queryGrid[2]),
+      checkCuda(cudaLaunchKernel(m.instance->queryGradient, dim3(grids.query[0], grids.query[1], grids.query[2]),
                                  dim3(m.queryShape.threads()), arguments, p.queryLayout.sharedBytes, stream),
                 "the sm80 backward dQ kernel launch");
     }
@@ -143,7 +144,7 @@ class BackwardPlan final : public PlanPayload {
                                         describeKeyGradientCall(args.problem, args.tensors, rowStats, gridDnhb_),
                                         stream, "the sm90 backward dK/dV kernel launch");
     } else {
-      checkCuda(cudaLaunchKernel(m.instance->keyGradient, dim3(m.keyGrid[0], m.keyGrid[1], m.keyGrid[2]),
+      checkCuda(cudaLaunchKernel(m.instance->keyGradient, dim3(grids.key[0], grids.key[1], grids.key[2]),
                                  dim3(m.keyShape.threads()), arguments, p.keyLayout.sharedBytes, stream),
                 "the sm80 backward dK/dV kernel launch");
     }

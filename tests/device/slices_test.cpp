@@ -1,10 +1,12 @@
 // Attention slices on a GPU: packed variable-length batches, shared prefixes, sliding windows and
 // overlapping, uncovered and inverse-causal slices, forward and backward, against float64
 // attention with the same slices (outputs poisoned first; rows no slice covers must come out
-// O = 0, LSE = -inf, and keys no row sees dK = dV = 0).
+// O = 0, LSE = -inf, and keys no row sees dK = dV = 0); a packed batch against its sequences run
+// one by one, forward and backward.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "attention_checks.h"
@@ -81,11 +83,35 @@ TEST_CASE("slices: forward and backward against float64 attention with the same 
   }
 }
 
+namespace {
+
+// Relative L2 distance of rows [offset, offset + n) of `packed` from rows [0, n) of `alone`
+// (both [1, H, *, D]).
+double rows_distance(const HostTensor& alone, const HostTensor& packed, int64_t offset, int64_t n) {
+  const auto& dims = alone.layout().dims;
+  double difference = 0.0, norm = 0.0;
+  for (int64_t h = 0; h < dims[1]; ++h) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t d = 0; d < dims[3]; ++d) {
+        const double x = alone.get(0, h, i, d);
+        const double y = packed.get(0, h, offset + i, d);
+        difference += (x - y) * (x - y);
+        norm += x * x;
+      }
+    }
+  }
+  return std::sqrt(difference / (norm > 0.0 ? norm : 1.0));
+}
+
+}  // namespace
+
 TEST_CASE("slices: a packed batch equals its sequences run one by one") {
   // The same tokens, packed ([1, H, T, D] over [T, H, D] memory) and per sequence
   // ([1, H, n, D] each, bottom-right causal): the packed forward must give each sequence's rows
   // what the sequence alone gives, to the last bit of bf16 (GEMMs of other shapes may sum in
-  // another order) and LSE to 1e-5.
+  // another order) and LSE to 1e-5; the packed backward each sequence's gradients within 1e-2 in
+  // relative L2 (its Q tiles start where a sequence's rows start, not at multiples of the tile,
+  // so the sums run in another order, and it is given the packed forward's O).
   const std::vector<int64_t> lengths{7, 64, 33};
   const int64_t total = 104, heads = 2, dim = 128;
   AttentionProblem packed_shape = attention_shape(1, heads, heads, total, total, dim, dim, CausalMask::none);
@@ -96,6 +122,7 @@ TEST_CASE("slices: a packed batch equals its sequences run one by one") {
   whole.attach_slices(handle);
   whole.fill_inputs(7700);
   whole.forward(handle, workspace, true);
+  whole.backward(handle, workspace);
   int64_t offset = 0;
   for (const int64_t n : lengths) {
     DeviceProblem one(make_config(attention_shape(1, heads, heads, n, n, dim, dim, CausalMask::bottom_right),
@@ -106,10 +133,11 @@ TEST_CASE("slices: a packed batch equals its sequences run one by one") {
           one.q.host.set(0, h, i, d, whole.q.host.get(0, h, offset + i, d));
           one.k.host.set(0, h, i, d, whole.k.host.get(0, h, offset + i, d));
           one.v.host.set(0, h, i, d, whole.v.host.get(0, h, offset + i, d));
+          one.d_o.host.set(0, h, i, d, whole.d_o.host.get(0, h, offset + i, d));
         }
       }
     }
-    for (DeviceTensor* input : {&one.q, &one.k, &one.v}) input->upload();
+    for (DeviceTensor* input : {&one.q, &one.k, &one.v, &one.d_o}) input->upload();
     one.forward(handle, workspace, true);
     int64_t differing = 0;
     for (int64_t h = 0; h < heads; ++h) {
@@ -122,6 +150,15 @@ TEST_CASE("slices: a packed batch equals its sequences run one by one") {
       }
     }
     CHECK_MESSAGE(differing == 0, "sequence at ", offset, " of length ", n, ": ", differing, " values differ");
+    one.backward(handle, workspace);
+    const std::pair<const char*, double> gradients[] = {
+        {"dQ", rows_distance(one.dq.host, whole.dq.host, offset, n)},
+        {"dK", rows_distance(one.dk.host, whole.dk.host, offset, n)},
+        {"dV", rows_distance(one.dv.host, whole.dv.host, offset, n)}};
+    for (const auto& [name, distance] : gradients) {
+      CHECK_MESSAGE(distance <= 1e-2, "sequence at ", offset, " of length ", n, ": ", name, " differs by ", distance,
+                    " in relative L2");  // NaN fails
+    }
     offset += n;
   }
 }

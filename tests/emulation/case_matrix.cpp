@@ -29,4 +29,44 @@ int largestCompiledHeadDim() {
   return largest;
 }
 
+std::vector<AttentionCase> sliceCases() {
+  using ffpa_tools::DType;
+  using ffpa_tools::LayoutKind;
+  constexpr int kFull = 0, kCausal = 1, kInverse = 2, kBicausal = 3;
+  struct SliceCase {
+    int64_t batch, heads, headsKv, seqQ, seqKv, dimQk, dimV;
+    DType dtype;
+    LayoutKind layout;
+    std::vector<ffpa_tools::Slice> slices;
+  };
+  const SliceCase cases[] = {
+      {2, 2, 1, 150, 150, 128, 128, DType::float16, LayoutKind::bnhd,
+       {{0, 1, 0, 1, kCausal}, {1, 41, 1, 41, kCausal}, {41, 111, 41, 111, kCausal}, {111, 150, 111, 150, kCausal}}},
+      // Keys 130 to 149 past the slices' key extent.
+      {1, 2, 2, 130, 150, 512, 512, DType::bfloat16, LayoutKind::bhnd,
+       {{0, 30, 0, 30, kCausal}, {30, 75, 0, 30, kFull}, {30, 75, 30, 75, kCausal},
+        {75, 130, 0, 30, kFull}, {75, 130, 75, 130, kCausal}}},
+      {1, 2, 2, 100, 100, 1024, 1024, DType::float16, LayoutKind::padded_aligned,
+       {{0, 19, 0, 19, kCausal}, {19, 100, 0, 100, kBicausal}}},
+      // Keys 170 to 179 between the slices' keys, 190 to 199 after them.
+      {1, 3, 1, 120, 200, 576, 512, DType::bfloat16, LayoutKind::bnhd,
+       {{5, 40, 0, 70, kCausal}, {5, 40, 70, 170, kInverse}, {50, 90, 180, 190, kFull}}},
+      {1, 2, 2, 90, 90, 320, 320, DType::float16, LayoutKind::padded_aligned,
+       {{0, 45, 0, 45, kFull}, {45, 90, 0, 45, kInverse}, {45, 90, 45, 90, kBicausal}}},
+  };
+  std::vector<AttentionCase> list;
+  for (const SliceCase& sc : cases) {
+    const int index = static_cast<int>(list.size());
+    AttentionCase c;
+    c.shape = problem(sc.batch, sc.heads, sc.headsKv, sc.seqQ, sc.seqKv, sc.dimQk, sc.dimV, ffpa_tools::CausalMask::none);
+    c.shape.slices = sc.slices;
+    c.dtype = sc.dtype;
+    c.layout = sc.layout;
+    c.start = 9500 + index;
+    c.scheduleSeed = index % 2 ? 0 : 21 + index;
+    list.push_back(c);
+  }
+  return list;
+}
+
 }  // namespace emulation_test

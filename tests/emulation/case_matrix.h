@@ -1,6 +1,7 @@
 // Shapes and helpers the emulator's kernel tests share.
 #pragma once
 
+#include "attention_case.h"
 #include "common/cpu_attention.h"
 #include "common/host_tensor.h"
 
@@ -19,6 +20,14 @@ std::vector<int> listOf(const char* commaSeparated);
 
 // The largest head dim this build compiles: larger problems go to the reference path.
 int largestCompiledHeadDim();
+
+// The attention-slice cases the forward and backward kernel tests share, each on an instance of
+// another tile shape where the build compiles it (d 128, 320, 512, 576/512, 1024): a packed
+// causal batch with a one-token sequence; two documents sharing a prefix (slices overlapping in
+// queries, disjoint in keys); a sliding window; rows and keys no slice covers (before, between
+// and after the slices), an inverse-causal slice, more keys than queries, d_qk != d_v; full,
+// inverse- and bi-causal slices tiling a square. Batch sizes, layouts, dtypes and schedules vary.
+std::vector<AttentionCase> sliceCases();
 
 inline constexpr ffpa_tools::CausalMask kMasks[] = {ffpa_tools::CausalMask::none,
                                                     ffpa_tools::CausalMask::top_left,

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -191,6 +192,16 @@ TEST_CASE("backward: every value of the launch parameters tuned configs set") {
       }
     }
   }
+}
+
+TEST_CASE("backward with attention slices: packed batches, shared prefixes, windows, uncovered rows and keys") {
+  int run = 0;
+  for (const AttentionCase& c : sliceCases()) {
+    if (std::max(c.shape.dim_qk, c.shape.dim_v) > largestCompiledHeadDim()) continue;
+    runAndCheckBackward(c);
+    ++run;
+  }
+  CHECK(run >= 3);
 }
 
 TEST_SUITE_END();

@@ -186,47 +186,13 @@ TEST_CASE("every value of the launch parameters tuned configs set computes the s
 }
 
 TEST_CASE("attention slices: packed batches, shared prefixes, windows, overlapping and uncovered rows") {
-  // Each case on an instance of another tile shape (d_v 128: 64 rows, 1 column warp; 512: 64 rows,
-  // 2 column warps; 1024: 32 rows, 4 column warps) where the build compiles it.
-  constexpr int kFull = 0, kCausal = 1, kInverse = 2, kBicausal = 3;
-  struct SliceCase {
-    int64_t heads, headsKv, seqQ, seqKv, dimQk, dimV;
-    DType dtype;
-    LayoutKind layout;
-    std::vector<ffpa_tools::Slice> slices;
-  };
-  const std::vector<SliceCase> cases = {
-      // A packed causal batch with a one-token sequence, token-major.
-      {2, 1, 150, 150, 128, 128, DType::float16, LayoutKind::bnhd,
-       {{0, 1, 0, 1, kCausal}, {1, 41, 1, 41, kCausal}, {41, 111, 41, 111, kCausal}, {111, 150, 111, 150, kCausal}}},
-      // Two documents sharing a 30-token prefix: slices overlapping in queries, disjoint in keys.
-      {2, 2, 130, 130, 512, 512, DType::bfloat16, LayoutKind::bhnd,
-       {{0, 30, 0, 30, kCausal}, {30, 75, 0, 30, kFull}, {30, 75, 30, 75, kCausal},
-        {75, 130, 0, 30, kFull}, {75, 130, 75, 130, kCausal}}},
-      // A sliding window of 20 keys.
-      {2, 2, 100, 100, 1024, 1024, DType::float16, LayoutKind::padded_aligned,
-       {{0, 19, 0, 19, kCausal}, {19, 100, 0, 100, kBicausal}}},
-      // Rows no slice covers (before, between and after the slices), an inverse-causal slice,
-      // keys no row sees, more keys than queries, d_qk != d_v.
-      {3, 1, 120, 170, 576, 512, DType::bfloat16, LayoutKind::bnhd,
-       {{5, 40, 0, 70, kCausal}, {5, 40, 70, 170, kInverse}, {50, 90, 20, 30, kFull}}},
-      {2, 2, 90, 90, 320, 320, DType::float16, LayoutKind::padded_aligned,
-       {{0, 45, 0, 45, kFull}, {45, 90, 0, 45, kInverse}, {45, 90, 45, 90, kBicausal}}},
-  };
-  int index = 0;
-  for (const SliceCase& sc : cases) {
-    if (sc.dimV > largestCompiledHeadDim() || sc.dimQk > 1024) continue;
-    AttentionCase c;
-    c.shape = problem(1, sc.heads, sc.headsKv, sc.seqQ, sc.seqKv, sc.dimQk, sc.dimV, CausalMask::none);
-    c.shape.slices = sc.slices;
-    c.dtype = sc.dtype;
-    c.layout = sc.layout;
-    c.start = 9500 + index;
-    c.scheduleSeed = index % 2 ? 0 : 21 + index;
-    ++index;
+  int run = 0;
+  for (const AttentionCase& c : sliceCases()) {
+    if (c.shape.dim_v > largestCompiledHeadDim()) continue;
     runAndCheckForward(c);
+    ++run;
   }
-  CHECK(index >= 3);
+  CHECK(run >= 3);
 }
 
 TEST_SUITE_END();

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -133,14 +134,29 @@ TEST_CASE("slices: a list is accepted exactly when no row gets a key twice, and 
       queryExtent = std::max<int64_t>(queryExtent, s.q1);
       keyExtent = std::max<int64_t>(keyExtent, s.k1);
     }
+    const int64_t keyEnd = kExtent + 30 * count;
     for (int64_t row = -1; row <= kExtent + 1; ++row) {
-      const int32_t segment = ffpa::slices::segmentOf(view, row);
+      const int32_t segment = ffpa::slices::segmentOf(view.queries, row);
       const ffpa::slices::KeySpan hull = ffpa::slices::keyHull(view, segment, row);
-      for (int64_t key = 0; key < kExtent + 30 * count; ++key) {
+      for (int64_t key = 0; key < keyEnd; ++key) {
         const bool expected = timesSeen(list, row, key) == 1;
         pairs += expected ? 1 : 0;
         CHECK(ffpa::slices::sees(view, segment, row, key) == expected);
         if (expected) CHECK((key >= hull.begin && key < hull.end));
+      }
+    }
+    // The key axis, as the dK/dV kernel walks it: the rows that see a key through the slices
+    // covering its segment, each by its querySpan, are exactly the rows that see it.
+    for (int64_t key = -1; key <= keyEnd; ++key) {
+      const int32_t segment = ffpa::slices::segmentOf(view.keys, key);
+      for (int64_t row = 0; row <= kExtent; ++row) {
+        int seen = 0;
+        for (int32_t c = segment < 0 ? 0 : view.keys.coverOffsets[segment];
+             segment >= 0 && c < view.keys.coverOffsets[segment + 1]; ++c) {
+          const ffpa::slices::KeySpan rows = ffpa::slices::querySpan(view.slices[view.keys.cover[c]], key);
+          seen += row >= rows.begin && row < rows.end;
+        }
+        CHECK(seen == timesSeen(list, row, key));
       }
     }
     CHECK(table.visiblePairs() == pairs);
@@ -152,7 +168,30 @@ TEST_CASE("slices: a list is accepted exactly when no row gets a key twice, and 
   CHECK(rejected > 150);
 }
 
-TEST_CASE("slices: the row tiles of every size cover the rows in order, each inside one segment") {
+// Every tile of `axis` in order: they cover [0, extent), each inside one segment, the segment
+// -1 exactly where `covered(index)` is false.
+template <class Covered>
+void checkTiles(const ffpa::slices::AxisView& axis, int64_t extent, Covered covered) {
+  for (int size = 0; size < ffpa::slices::kTileSizes; ++size) {
+    const int length = 16 << size;
+    CHECK(ffpa::slices::tileTableIndex(length) == size);
+    int64_t next = 0;
+    for (int32_t t = 0; t < axis.tileCounts[size]; ++t) {
+      const ffpa::slices::AxisTile tile = axis.tiles[size][t];
+      REQUIRE(tile.begin == next);
+      CHECK(tile.end > tile.begin);
+      CHECK(tile.end - tile.begin <= length);
+      for (int64_t index = tile.begin; index < tile.end; ++index) {
+        CHECK(covered(index) == (tile.segment >= 0));
+        if (tile.segment >= 0) CHECK(ffpa::slices::segmentOf(axis, index) == tile.segment);
+      }
+      next = tile.end;
+    }
+    CHECK(next == extent);
+  }
+}
+
+TEST_CASE("slices: the tiles of every size cover each axis in order, each inside one segment") {
   std::mt19937 rng(5);
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<SliceRange> list = randomSlices(rng, 1 + trial % 4, 300);
@@ -162,29 +201,36 @@ TEST_CASE("slices: the row tiles of every size cover the rows in order, each ins
     }
     SliceTable table(list);
     const ffpa::slices::SliceView view = table.hostView();
-    for (int size = 0; size < ffpa::slices::kRowTileSizes; ++size) {
-      const int rows = 16 << size;
-      CHECK(ffpa::slices::rowTileIndex(rows) == size);
-      int64_t next = 0;
-      for (int32_t t = 0; t < view.rowTileCounts[size]; ++t) {
-        const ffpa::slices::RowTile tile = view.rowTiles[size][t];
-        REQUIRE(tile.rowBegin == next);
-        CHECK(tile.rowEnd > tile.rowBegin);
-        CHECK(tile.rowEnd - tile.rowBegin <= rows);
-        // Every row of the tile has the tile's segment, or no slice at all when it says -1.
-        for (int64_t row = tile.rowBegin; row < tile.rowEnd; ++row) {
-          const int32_t segment = ffpa::slices::segmentOf(view, row);
-          bool covered = false;
-          for (const SliceRange& s : list) covered = covered || (row >= s.q0 && row < s.q1);
-          CHECK(covered == (tile.segment >= 0));
-          if (tile.segment >= 0) CHECK(segment == tile.segment);
-        }
-        next = tile.rowEnd;
+    checkTiles(view.queries, table.queryExtent(), [&](int64_t row) {
+      return std::any_of(list.begin(), list.end(), [&](const SliceRange& s) { return row >= s.q0 && row < s.q1; });
+    });
+    checkTiles(view.keys, table.keyExtent(), [&](int64_t key) {
+      return std::any_of(list.begin(), list.end(), [&](const SliceRange& s) { return key >= s.k0 && key < s.k1; });
+    });
+  }
+  CHECK(ffpa::slices::tileTableIndex(48) == -1);
+}
+
+TEST_CASE("slices: the hull of a tile of rows holds every key they see, the hull of a tile of keys every row") {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 400; ++trial) {
+    const SliceRange s = randomSlices(rng, 1, 120)[0];
+    std::uniform_int_distribution<int32_t> rowAt(s.q0, s.q1 - 1), keyAt(s.k0, s.k1 - 1);
+    const auto [firstRow, lastRow] = std::minmax(rowAt(rng), rowAt(rng));
+    const auto [firstKey, lastKey] = std::minmax(keyAt(rng), keyAt(rng));
+    const ffpa::slices::KeySpan keys = ffpa::slices::keyHullOfRows(s, firstRow, lastRow);
+    const ffpa::slices::KeySpan rows = ffpa::slices::queryHullOfKeys(s, firstKey, lastKey);
+    for (int64_t row = s.q0; row < s.q1; ++row) {
+      for (int64_t key = s.k0; key < s.k1; ++key) {
+        const ffpa::slices::KeySpan span = ffpa::slices::keySpan(s, row);
+        const ffpa::slices::KeySpan mirror = ffpa::slices::querySpan(s, key);
+        const bool seen = key >= span.begin && key < span.end;
+        REQUIRE(seen == (row >= mirror.begin && row < mirror.end));
+        if (seen && row >= firstRow && row <= lastRow) CHECK((key >= keys.begin && key < keys.end));
+        if (seen && key >= firstKey && key <= lastKey) CHECK((row >= rows.begin && row < rows.end));
       }
-      CHECK(next == table.queryExtent());
     }
   }
-  CHECK(ffpa::slices::rowTileIndex(48) == -1);
 }
 
 TEST_CASE("slices: the masks that tile a square without doubling are accepted") {

@@ -79,7 +79,7 @@ TEST_CASE("slices api: create, set, read back, destroy") {
   REQUIRE_OK(ffpaDestroyAttentionSlices(nullptr));
 }
 
-TEST_CASE("slices api: a packed batch plans the sm80 forward and the reference backward, which says why") {
+TEST_CASE("slices api: a packed batch plans the sm80 forward and backward") {
   Handle h;
   PackedProblem p;
   Attention attn;
@@ -103,16 +103,20 @@ TEST_CASE("slices api: a packed batch plans the sm80 forward and the reference b
   CHECK(h.stats().misses == before.misses);  // found, not planned again: asked twice (size, text)
   CHECK(h.stats().hits == before.hits + 2);
 
-  // The backward runs on the reference path; the sm80 backward says why it passes.
-  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  // The backward runs on the sm80 kernels too, in a plan of its own; its workspace holds the
+  // row statistics (delta and LSE, fp32, per query row: 2 x 4 heads x 32 rows).
   Tensor dO{FFPA_DATA_TYPE_BFLOAT16, {1, 4, 32, 512}};
+  const Described plainBackward = describeBackward(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v);
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  const ffpaPlanCacheStats_t beforeBackward = h.stats();
   const Described backward = describeBackward(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v);
   REQUIRE_MESSAGE(backward.status == FFPA_STATUS_SUCCESS, backward.text);
-  CHECK(backward.kernel.find("reference") != std::string::npos);
-  CHECK(backward.text.find("attention slices (the reference path serves them)") != std::string::npos);
+  CHECK_MESSAGE(backward.kernel.rfind("sm80.backward.bf16.d512", 0) == 0, backward.text);
+  CHECK(backward.kernel == plainBackward.kernel);
+  CHECK(h.stats().misses == beforeBackward.misses + 1);
   size_t bytes = 0;
   REQUIRE_OK(ffpaGetAttentionBackwardWorkspaceSize(h, attn, p.q, p.k, p.v, p.o, dO, p.lse, p.q, p.k, p.v, &bytes));
-  CHECK(bytes > 0);
+  CHECK(bytes >= 2 * 4 * 32 * sizeof(float));
 }
 
 TEST_CASE("slices api: the descriptor keeps its slices; the slices must fit the tensors") {

@@ -62,13 +62,30 @@ void Handle::setInt32(ffpaPolicyKnob_t knob, int32_t value) {
   check(ffpaSetPolicy(get(), knob, &value, sizeof value), "ffpaSetPolicy");
 }
 
-AttentionDescriptor::AttentionDescriptor(ffpaCausalMode_t causal) {
+AttentionSlices::AttentionSlices(ffpaHandle_t handle, const std::vector<int64_t>& lengths, ffpaSliceMask_t mask) {
+  ffpaAttentionSlices_t created = nullptr;
+  check(ffpaCreateAttentionSlices(handle, &created), "ffpaCreateAttentionSlices");
+  slices_.reset(created);
+  std::vector<int32_t> offsets{0};
+  for (const int64_t length : lengths) offsets.push_back(offsets.back() + static_cast<int32_t>(length));
+  check(ffpaSetAttentionSlicesFromOffsets(get(), static_cast<int32_t>(lengths.size()), offsets.data(), nullptr, mask),
+        "ffpaSetAttentionSlicesFromOffsets");
+}
+
+int64_t AttentionSlices::visiblePairs() const {
+  int64_t pairs = 0;
+  check(ffpaGetAttentionSlicesInfo(get(), nullptr, nullptr, nullptr, &pairs), "ffpaGetAttentionSlicesInfo");
+  return pairs;
+}
+
+AttentionDescriptor::AttentionDescriptor(ffpaCausalMode_t causal, const AttentionSlices* slices) {
   ffpaAttentionDescriptor_t created = nullptr;
   check(ffpaCreateAttentionDescriptor(&created), "ffpaCreateAttentionDescriptor");
   desc_.reset(created);
   const int32_t mode = causal;
   check(ffpaSetAttentionAttribute(get(), FFPA_ATTENTION_CAUSAL_MODE, &mode, sizeof mode),
         "ffpaSetAttentionAttribute");
+  if (slices != nullptr) check(ffpaSetAttentionDescriptorSlices(get(), slices->get()), "ffpaSetAttentionDescriptorSlices");
 }
 
 std::unique_ptr<Tensor> Tensor::attention(ffpaDataType_t dtype, int64_t b, int64_t h, int64_t n, int64_t d,

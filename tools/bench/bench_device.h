@@ -82,9 +82,22 @@ class Handle {
   Owned<ffpaContext> handle_{nullptr, ffpaDestroy};
 };
 
+// A slice list on the handle's device: one slice per sequence of a packed batch.
+class AttentionSlices {
+ public:
+  AttentionSlices(ffpaHandle_t handle, const std::vector<int64_t>& lengths, ffpaSliceMask_t mask);
+  ffpaAttentionSlices_t get() const { return slices_.get(); }
+  // The (query, key) pairs the slices let attend, per head.
+  int64_t visiblePairs() const;
+
+ private:
+  Owned<ffpaSlicesStruct> slices_{nullptr, ffpaDestroyAttentionSlices};
+};
+
 class AttentionDescriptor {
  public:
-  explicit AttentionDescriptor(ffpaCausalMode_t causal);
+  // With `slices` (kept by the descriptor), `causal` must be FFPA_CAUSAL_NONE.
+  explicit AttentionDescriptor(ffpaCausalMode_t causal, const AttentionSlices* slices = nullptr);
   ffpaAttentionDescriptor_t get() const { return desc_.get(); }
 
  private:

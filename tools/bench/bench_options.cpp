@@ -3,6 +3,7 @@
 #include "common/whole_integer.h"
 
 #include <algorithm>
+#include <climits>
 #include <sstream>
 #include <stdexcept>
 
@@ -80,8 +81,29 @@ std::vector<int64_t> parseHeadDims(const std::string& text) {
   return dims;
 }
 
+std::vector<int64_t> parseLengths(const std::string& text) {
+  const std::string allowed = "sequence lengths as a list (512,2048) with repeats (512x16), at least one, "
+                              "summing to at most 2^31 - 1 tokens";
+  std::vector<int64_t> lengths;
+  int64_t total = 0;
+  for (const std::string& part : split(text, ',')) {
+    const size_t times = part.find('x');  // LENGTHxCOUNT
+    if (times != std::string::npos && part.find('x', times + 1) != std::string::npos) bad("--varlen", part, allowed);
+    const int64_t length = parseInt("--varlen", part.substr(0, times), 1, INT32_MAX);
+    const int64_t count = times == std::string::npos ? 1 : parseInt("--varlen", part.substr(times + 1), 1, 1 << 20);
+    for (int64_t i = 0; i < count; ++i) {
+      total += length;
+      if (total > INT32_MAX) bad("--varlen", text, allowed);
+      lengths.push_back(length);
+    }
+  }
+  if (lengths.empty()) bad("--varlen", text, allowed);
+  return lengths;
+}
+
 Options parseOptions(const std::vector<std::string>& args) {
   Options o;
+  bool shapeGiven = false;  // --B, --N or --Nkv: --varlen sets them
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     auto value = [&]() -> const std::string& {
@@ -89,11 +111,12 @@ Options parseOptions(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (arg == "--help" || arg == "-h") o.help = true;
-    else if (arg == "--B") o.batch = parseInt(arg, value(), 1, 1 << 20);
+    else if (arg == "--B") o.batch = parseInt(arg, value(), 1, 1 << 20), shapeGiven = true;
     else if (arg == "--H") o.heads = parseInt(arg, value(), 1, 1 << 20);
     else if (arg == "--Hkv") o.headsKv = parseInt(arg, value(), 1, 1 << 20);
-    else if (arg == "--N") o.seqQ = parseInt(arg, value(), 1, int64_t{1} << 30);
-    else if (arg == "--Nkv") o.seqKv = parseInt(arg, value(), 1, int64_t{1} << 30);
+    else if (arg == "--N") o.seqQ = parseInt(arg, value(), 1, int64_t{1} << 30), shapeGiven = true;
+    else if (arg == "--Nkv") o.seqKv = parseInt(arg, value(), 1, int64_t{1} << 30), shapeGiven = true;
+    else if (arg == "--varlen") o.varlen = parseLengths(value());
     else if (arg == "--D") o.headDims = parseHeadDims(value());
     else if (arg == "--Dv") o.headDimV = parseInt(arg, value(), 1, FFPA_MAX_HEAD_DIM);
     else if (arg == "--dtype") {
@@ -131,6 +154,15 @@ Options parseOptions(const std::vector<std::string>& args) {
     else throw std::invalid_argument("unknown option \"" + arg + "\" (see --help)");
   }
   if (o.headDims.empty()) o.headDims = parseHeadDims("320:1024:64");
+  if (!o.varlen.empty()) {
+    if (shapeGiven) {
+      throw std::invalid_argument("--varlen sets B = 1 and N = Nkv = the sum of its lengths; drop --B, --N and --Nkv");
+    }
+    o.batch = 1;
+    o.seqQ = 0;
+    for (const int64_t length : o.varlen) o.seqQ += length;
+    o.seqKv = o.seqQ;
+  }
   if (o.headsKv == 0) o.headsKv = o.heads;
   if (o.heads % o.headsKv != 0) bad("--Hkv", std::to_string(o.headsKv), "a divisor of --H");
   if (o.seqKv == 0) o.seqKv = o.seqQ;
@@ -167,6 +199,9 @@ fp16, no mask, every accumulator mode.
   --dtype LIST  f16, bf16 (default f16)
   --acc LIST    f32, qk_f16, pv_f16, f16 (default: all); bf16 runs f32 only
   --causal M    none, top-left, bottom-right (default none)
+  --varlen LIST one packed batch of sequences of these lengths (512,2048 or 512x16 or both):
+                B = 1, N = Nkv = their sum, one attention slice per sequence (causal unless
+                --causal none); --layout bnhd is the packed [tokens, H, D] layout
   --layout L    bhnd, bnhd: memory order of Q, K, V, O (default bhnd)
   --warmup N    untimed calls first (default 3)
   --iters N     timed calls; the table shows their median and minimum (default 10)
@@ -182,7 +217,8 @@ fp16, no mask, every accumulator mode.
   --output FILE also write the table to FILE
   --help        this text
 
-TFLOPS count 2*B*Hq*Nq*Nkv*(Dqk+Dv) per forward, halved with a causal mask.
+TFLOPS count 2*B*Hq*Nq*Nkv*(Dqk+Dv) per forward, halved with a causal mask; with --varlen,
+2*Hq*pairs*(Dqk+Dv) for the (query, key) pairs the slices let attend.
 Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no usable GPU.
 )";
 

@@ -21,6 +21,9 @@ struct Options {
   std::vector<ffpaDataType_t> dtypes{FFPA_DATA_TYPE_FLOAT16};
   std::vector<ffpaAccumulator_t> accumulators;  // empty: every mode (fp16 only beyond f32)
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
+  // --varlen: the sequence lengths of one packed batch (then B = 1 and N = Nkv = their sum, and
+  // the mask is one slice per sequence, causal when --causal is not none); empty: dense.
+  std::vector<int64_t> varlen;
   bool bnhd = false;
   int warmup = 3, iters = 10, rotate = 2;
   std::vector<PolicySetting> policies;  // --policy, resolved against the library's knob table
@@ -41,6 +44,9 @@ Options parseOptions(const std::vector<std::string>& args);
 
 // "320,512" or "320:1024:64" (first:last:step) or a mix: "64,128,320:1024:64".
 std::vector<int64_t> parseHeadDims(const std::string& text);
+
+// "512,2048" or "512x16" (16 sequences of 512) or a mix: "8192,512x16".
+std::vector<int64_t> parseLengths(const std::string& text);
 
 // The (dtype, accumulator) pairs of a sweep, dtypes first. The fp16-accumulation modes exist for
 // fp16 inputs only (bf16 has no fp16 accumulation), so bf16 gets f32 whatever --acc lists.

@@ -84,6 +84,24 @@ TEST_CASE("bad values name the option and what it accepts") {
   CHECK(errorOf({"--frobnicate"}).find("unknown option \"--frobnicate\"") == 0);
 }
 
+TEST_CASE("--varlen: lengths with repeats make one packed batch of their sum") {
+  CHECK(parseLengths("512,2048") == std::vector<int64_t>{512, 2048});
+  CHECK(parseLengths("100x3,7") == std::vector<int64_t>{100, 100, 100, 7});
+  const Options o = parseOptions({"--varlen", "4096,512x8", "--H", "8", "--causal", "bottom-right"});
+  CHECK(o.varlen.size() == 9);
+  CHECK(o.batch == 1);
+  CHECK(o.seqQ == 8192);
+  CHECK(o.seqKv == 8192);
+  CHECK(o.causal == FFPA_CAUSAL_BOTTOM_RIGHT);
+  CHECK(parseOptions({}).varlen.empty());
+  CHECK(errorOf({"--varlen", "512,0"}).find("--varlen: \"0\" is not valid") == 0);
+  CHECK(errorOf({"--varlen", "512x"}).find("--varlen") == 0);
+  CHECK(errorOf({"--varlen", "1x2x3"}).find("with repeats (512x16)") != std::string::npos);
+  CHECK(errorOf({"--varlen", "2147483647,1"}).find("at most 2^31 - 1 tokens") != std::string::npos);
+  CHECK(errorOf({"--varlen", "512", "--N", "1024"}).find("drop --B, --N and --Nkv") != std::string::npos);
+  CHECK(errorOf({"--B", "2", "--varlen", "512"}).find("drop --B, --N and --Nkv") != std::string::npos);
+}
+
 TEST_CASE("the fp16-accumulation modes run for fp16 only") {
   const Options o = parseOptions({"--dtype", "f16,bf16", "--acc", "f32,pv_f16"});
   const std::vector<Variant> variants = sweepVariants(o);

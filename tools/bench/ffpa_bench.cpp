@@ -58,8 +58,21 @@ struct Session {
 // The tensors of one (head dim, dtype): inputs in rotated sets, outputs likewise so that a timed
 // call never finds its output in L2 either.
 struct Problem {
-  Problem(const Options& o, int64_t dQk, ffpaDataType_t type, cudaStream_t stream)
-      : d(dQk), dv(o.headDimV ? o.headDimV : dQk), dtype(type), attn(o.causal) {
+  // `handle` makes the slices of a --varlen batch (on its device, which the other handles share).
+  Problem(const Options& o, int64_t dQk, ffpaDataType_t type, ffpaHandle_t handle, cudaStream_t stream)
+      : d(dQk),
+        dv(o.headDimV ? o.headDimV : dQk),
+        dtype(type),
+        slices(o.varlen.empty() ? nullptr
+                                : std::make_unique<AttentionSlices>(handle, o.varlen,
+                                                                    o.causal == FFPA_CAUSAL_NONE ? FFPA_SLICE_MASK_FULL
+                                                                                                 : FFPA_SLICE_MASK_CAUSAL)),
+        attn(slices ? FFPA_CAUSAL_NONE : o.causal, slices.get()) {
+    // The forward's FLOPs: over the pairs the mask lets attend (half the square under a causal
+    // mask, as the FFPA tables count it).
+    const double pairs = slices ? double(slices->visiblePairs())
+                                : double(o.seqQ) * o.seqKv * (o.causal == FFPA_CAUSAL_NONE ? 1.0 : 0.5);
+    forwardFlops = 2.0 * o.batch * o.heads * pairs * double(d + dv);
     q = Tensor::attention(dtype, o.batch, o.heads, o.seqQ, d, o.bnhd, o.rotate);
     k = Tensor::attention(dtype, o.batch, o.headsKv, o.seqKv, d, o.bnhd, o.rotate);
     v = Tensor::attention(dtype, o.batch, o.headsKv, o.seqKv, dv, o.bnhd, o.rotate);
@@ -136,7 +149,9 @@ struct Problem {
 
   int64_t d, dv;
   ffpaDataType_t dtype;
+  std::unique_ptr<AttentionSlices> slices;  // --varlen only
   AttentionDescriptor attn;
+  double forwardFlops = 0;
   std::unique_ptr<Tensor> q, k, v, out, lse, expected, dO, dq, dk, dvGrad;
 };
 
@@ -260,7 +275,9 @@ std::string describeRun(const Options& o) {
   text << "ffpa-bench: " << prop.name << " (sm_" << prop.major << prop.minor << ", " << prop.multiProcessorCount
        << " SMs), " << ffpaGetBuildInfo() << end;
   text << "B=" << o.batch << " Hq=" << o.heads << " Hkv=" << o.headsKv << " Nq=" << o.seqQ << " Nkv=" << o.seqKv
-       << " causal=" << causalName(o.causal) << " layout=" << (o.bnhd ? "bnhd" : "bhnd") << "; median and min of "
+       << " causal=" << causalName(o.causal);
+  if (!o.varlen.empty()) text << " varlen=" << o.varlen.size() << " sequences (one slice each)";
+  text << " layout=" << (o.bnhd ? "bnhd" : "bhnd") << "; median and min of "
        << o.iters << " calls after " << o.warmup << " warm-up, " << o.rotate << " input sets in turn\n\n";
   return text.str();
 }
@@ -283,7 +300,7 @@ int run(const Options& o) {
       std::unique_ptr<Problem> problem;
       std::string problemError;
       try {
-        problem = std::make_unique<Problem>(o, d, dtype, session.stream.get());
+        problem = std::make_unique<Problem>(o, d, dtype, session.fast.get(), session.stream.get());
       } catch (const Failure& error) {
         problemError = error.what();
       }
@@ -293,8 +310,7 @@ int run(const Options& o) {
         row.d = d;
         row.dv = o.headDimV ? o.headDimV : d;
         row.variant = variant;
-        row.flops = 2.0 * o.batch * o.heads * o.seqQ * o.seqKv * double(row.d + row.dv) *
-                    (o.causal == FFPA_CAUSAL_NONE ? 1.0 : 0.5);
+        row.flops = problem ? problem->forwardFlops : 0.0;
         progress.start("d=" + std::to_string(d) + " " + dtypeName(dtype) + " acc=" + accumulatorName(variant.accumulator));
         try {
           if (!problem) throw Failure(problemError);

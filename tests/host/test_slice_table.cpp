@@ -216,8 +216,9 @@ TEST_CASE("slices: the hull of a tile of rows holds every key they see, the hull
   for (int trial = 0; trial < 400; ++trial) {
     const SliceRange s = randomSlices(rng, 1, 120)[0];
     std::uniform_int_distribution<int32_t> rowAt(s.q0, s.q1 - 1), keyAt(s.k0, s.k1 - 1);
-    const auto [firstRow, lastRow] = std::minmax(rowAt(rng), rowAt(rng));
-    const auto [firstKey, lastKey] = std::minmax(keyAt(rng), keyAt(rng));
+    const int32_t rowA = rowAt(rng), rowB = rowAt(rng), keyA = keyAt(rng), keyB = keyAt(rng);
+    const int32_t firstRow = std::min(rowA, rowB), lastRow = std::max(rowA, rowB);
+    const int32_t firstKey = std::min(keyA, keyB), lastKey = std::max(keyA, keyB);
     const ffpa::slices::KeySpan keys = ffpa::slices::keyHullOfRows(s, firstRow, lastRow);
     const ffpa::slices::KeySpan rows = ffpa::slices::queryHullOfKeys(s, firstKey, lastKey);
     for (int64_t row = s.q0; row < s.q1; ++row) {

@@ -46,10 +46,8 @@ struct QueryGradientKernel {
   static_assert(kShape.warpColumns <= 256, "dQ: at most 128 fp32 registers per thread");
   static_assert(kKeyTiles == 1 || kKeyTiles % 2 == 0, "keys are loaded 16 at a time");
 
-  struct Coordinates {
-    int firstRow;  // of the CTA
-    int rowEnd;    // one past its last row to store (the tensor's end, or its row tile's)
-    int segment;   // with slices: the segment of its rows (-1: rows no slice covers)
+  // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role.
+  struct Coordinates : CtaRows {
     int warpRow;   // first row of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
@@ -70,10 +68,7 @@ struct QueryGradientKernel {
     c.colWarp = role.colWarp;
     c.group = role.group;
     c.quad = role.quad;
-    const CtaRows rows = ctaRows(p, kRows);
-    c.firstRow = rows.firstRow;
-    c.rowEnd = rows.rowEnd;
-    c.segment = rows.segment;
+    static_cast<CtaRows&>(c) = ctaRows(p, kRows);
     c.warpRow = c.rowGroup * 16;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     const int64_t kvHead = head / p.groupSize;
@@ -92,7 +87,7 @@ struct QueryGradientKernel {
 
   // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
   static FFPA_DEVICE KeyTile keyTile(const BackwardParams& p, const Coordinates& c, int tile) {
-    return keyTileOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, tile);
+    return keyTileOf(p, c, kKeys, tile);
   }
 
   // Steps of a KV tile: ceil(qkPanels / w) steps of Q K^T, ceil(vPanels / w) of dO V^T, then
@@ -146,7 +141,7 @@ struct QueryGradientKernel {
 
   // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const BackwardParams& p, const Coordinates& c) {
-    return visibleKeyTilesOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, kRows);
+    return visibleKeyTilesOf(p, c, kKeys, kRows);
   }
 
   // Score steps [first, first + count) of one product: acc += A B^T, A rows from the persisted
@@ -191,8 +186,7 @@ struct QueryGradientKernel {
     }
     const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
-    const RowKeyMask mask = rowKeyMask(p, keys.slice, c.firstRow, c.rowEnd, keys.firstKey, kKeys,
-                                       c.firstRow + c.warpRow + c.group);
+    const RowKeyMask mask = rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group);
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll

@@ -58,8 +58,8 @@ FFPA_DEVICE int visibleKeyTiles(int seqQ, int seqKv, int tileKeys, int firstRow,
 // rows past the slices' query extent.
 struct CtaRows {
   int firstRow;
-  int rowEnd;
-  int segment;
+  int rowEnd;   // one past the last row to store (the tensor's end, or the row tile's)
+  int segment;  // -1: rows no slice covers, or no slices
 };
 
 template <class Params>
@@ -96,7 +96,7 @@ FFPA_DEVICE int visibleKeyTilesOf(const Params& p, const CtaRows& r, int tileKey
 // Which keys of a KV tile (keys [firstKey, firstKey + tileKeys)) the thread's two rows, `row`
 // and row + 8, see in a query-major kernel (the forward, dQ): through slice `slice` of p.slices
 // when it is >= 0, else every key under the causal mask. `masked` is false when every row of the
-// CTA, [firstRow, rowEnd), sees every key of the tile, so that no element needs the test.
+// CTA, `r`, sees every key of the tile, so that no element needs the test.
 struct RowKeyMask {
   bool masked;
   slices::KeySpan span[2];
@@ -107,18 +107,18 @@ struct RowKeyMask {
 };
 
 template <class Params>
-FFPA_DEVICE RowKeyMask rowKeyMask(const Params& p, int slice, int firstRow, int rowEnd, int firstKey, int tileKeys,
+FFPA_DEVICE RowKeyMask rowKeyMask(const Params& p, int slice, const CtaRows& r, int firstKey, int tileKeys,
                                   int64_t row) {
   RowKeyMask m;
   if (slice >= 0) {
     const slices::SliceRange s = p.slices.slices[slice];
-    m.masked = !slices::seesWholeTile(s, firstRow, rowEnd - 1, firstKey, firstKey + tileKeys - 1);
+    m.masked = !slices::seesWholeTile(s, r.firstRow, r.rowEnd - 1, firstKey, firstKey + tileKeys - 1);
     for (int half = 0; half < 2; ++half) m.span[half] = slices::keySpan(s, row + 8 * half);
   } else {
-    m.masked = firstKey + tileKeys > p.seqKv || (p.causal && firstKey + tileKeys - 1 > firstRow + p.causalOffset);
+    m.masked = firstKey + tileKeys > p.seqKv || (p.causal && firstKey + tileKeys - 1 > r.firstRow + p.causalOffset);
     for (int half = 0; half < 2; ++half) {
-      const int64_t r = row + 8 * half;
-      m.span[half] = {0, p.causal && r + p.causalOffset + 1 < p.seqKv ? r + p.causalOffset + 1 : p.seqKv};
+      const int64_t end = row + 8 * half + p.causalOffset + 1;  // under the causal mask
+      m.span[half] = {0, p.causal && end < p.seqKv ? end : p.seqKv};
     }
   }
   return m;

@@ -61,11 +61,8 @@ struct ForwardKernel {
   static_assert(!kQInRegisters || kColWarps == 1, "Q fragments in registers: small d only");
   static_assert(!kVInRegisters || kColWarps == 1, "V fragments in registers: small d only");
 
-  // Where the CTA works: its rows, its (batch, head), the warp's role.
-  struct Coordinates {
-    int firstRow;     // of the CTA
-    int rowEnd;       // one past its last row to store (the tensor's end, or its row tile's)
-    int segment;      // with slices: the segment of its rows (-1: rows no slice covers)
+  // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role.
+  struct Coordinates : CtaRows {
     int warpRow;      // first row of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
@@ -85,10 +82,7 @@ struct ForwardKernel {
     c.colWarp = role.colWarp;
     c.group = role.group;
     c.quad = role.quad;
-    const CtaRows rows = ctaRows(p, kRows);
-    c.firstRow = rows.firstRow;
-    c.rowEnd = rows.rowEnd;
-    c.segment = rows.segment;
+    static_cast<CtaRows&>(c) = ctaRows(p, kRows);
     c.warpRow = c.rowGroup * 16;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     const int64_t kvHead = head / p.groupSize;
@@ -104,7 +98,7 @@ struct ForwardKernel {
 
   // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
   static FFPA_DEVICE KeyTile keyTile(const ForwardParams& p, const Coordinates& c, int tile) {
-    return keyTileOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, tile);
+    return keyTileOf(p, c, kKeys, tile);
   }
 
   // The panels of step `inTile` of KV tile `tile` (the Q K^T steps, then the P V steps).
@@ -300,8 +294,7 @@ struct ForwardKernel {
     s.toFloat();
     const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
-    const RowKeyMask mask = rowKeyMask(p, keys.slice, c.firstRow, c.rowEnd, keys.firstKey, kKeys,
-                                       c.firstRow + c.warpRow + c.group);
+    const RowKeyMask mask = rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group);
     float tileMax[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
@@ -421,7 +414,7 @@ struct ForwardKernel {
 
   // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const ForwardParams& p, const Coordinates& c) {
-    return visibleKeyTilesOf(p, {c.firstRow, c.rowEnd, c.segment}, kKeys, kRows);
+    return visibleKeyTilesOf(p, c, kKeys, kRows);
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {

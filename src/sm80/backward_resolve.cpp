@@ -15,6 +15,14 @@ namespace {
 
 BackwardResolution refuse(Support why) { return {std::nullopt, std::move(why)}; }
 
+// The axes of a sliced call as the dQ kernel (rows) and the dK/dV kernel (keys) walk them.
+SlicedAxis slicedRows(const BackwardLaunch& launch, const AttentionProblem& problem, const slices::SliceView& view) {
+  return slicedAxis(view.queries, launch.queryShape.rows(), problem.seqQ, problem.slices->queryExtent());
+}
+SlicedAxis slicedKeys(const BackwardLaunch& launch, const AttentionProblem& problem, const slices::SliceView& view) {
+  return slicedAxis(view.keys, launch.keyShape.keys(), problem.seqKv, problem.slices->keyExtent());
+}
+
 // The instance of the smallest compiled head dim >= both of the problem's, for its dtype.
 const BackwardInstance* findInstance(int64_t headDim, ffpaDataType_t dtype) {
   const BackwardInstance* best = nullptr;
@@ -162,12 +170,12 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
   p.rowTiles = p.keyTiles = nullptr;
   p.rowTileCount = p.keyTileCount = 0;
   if (p.slices.slices != nullptr) {
-    const int rowTable = slices::tileTableIndex(launch.queryShape.rows());
-    const int keyTable = slices::tileTableIndex(launch.keyShape.keys());
-    p.rowTiles = p.slices.queries.tiles[rowTable];
-    p.rowTileCount = p.slices.queries.tileCounts[rowTable];
-    p.keyTiles = p.slices.keys.tiles[keyTable];
-    p.keyTileCount = p.slices.keys.tileCounts[keyTable];
+    const SlicedAxis rows = slicedRows(launch, problem, p.slices);
+    const SlicedAxis keys = slicedKeys(launch, problem, p.slices);
+    p.rowTiles = rows.tiles;
+    p.rowTileCount = rows.tileCount;
+    p.keyTiles = keys.tiles;
+    p.keyTileCount = keys.tileCount;
   }
   return p;
 }
@@ -180,11 +188,8 @@ BackwardGrids backwardCallGrids(const BackwardLaunch& launch, const AttentionPro
     grids.key[i] = launch.keyGrid[i];
   }
   if (problem.slices == nullptr) return grids;
-  const int64_t rows = launch.queryShape.rows(), keys = launch.keyShape.keys();
-  const int64_t rowTail = problem.seqQ - problem.slices->queryExtent();
-  const int64_t keyTail = problem.seqKv - problem.slices->keyExtent();
-  grids.query[0] = static_cast<uint32_t>(params.rowTileCount + (rowTail + rows - 1) / rows);
-  grids.key[0] = static_cast<uint32_t>(params.keyTileCount + (keyTail + keys - 1) / keys);
+  grids.query[0] = slicedRows(launch, problem, params.slices).ctas;
+  grids.key[0] = slicedKeys(launch, problem, params.slices).ctas;
   return grids;
 }
 

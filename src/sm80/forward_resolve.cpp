@@ -197,9 +197,9 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   p.rowTiles = nullptr;
   p.rowTileCount = 0;
   if (p.slices.slices != nullptr) {
-    const int table = slices::tileTableIndex(launch.shape.rows());
-    p.rowTiles = p.slices.queries.tiles[table];
-    p.rowTileCount = p.slices.queries.tileCounts[table];
+    const SlicedAxis rows = slicedAxis(p.slices.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent());
+    p.rowTiles = rows.tiles;
+    p.rowTileCount = rows.tileCount;
   }
   return p;
 }
@@ -208,9 +208,7 @@ void forwardCallGrid(const ForwardLaunch& launch, const AttentionProblem& proble
                      uint32_t (&grid)[3]) {
   for (int i = 0; i < 3; ++i) grid[i] = launch.grid[i];
   if (problem.slices == nullptr) return;
-  const int64_t rows = launch.shape.rows();
-  const int64_t tail = problem.seqQ - problem.slices->queryExtent();
-  grid[0] = static_cast<uint32_t>(params.rowTileCount + (tail + rows - 1) / rows);
+  grid[0] = slicedAxis(params.slices.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent()).ctas;
 }
 
 }  // namespace ffpa::sm80

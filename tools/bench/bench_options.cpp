@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -159,9 +160,7 @@ Options parseOptions(const std::vector<std::string>& args) {
       throw std::invalid_argument("--varlen sets B = 1 and N = Nkv = the sum of its lengths; drop --B, --N and --Nkv");
     }
     o.batch = 1;
-    o.seqQ = 0;
-    for (const int64_t length : o.varlen) o.seqQ += length;
-    o.seqKv = o.seqQ;
+    o.seqQ = o.seqKv = std::accumulate(o.varlen.begin(), o.varlen.end(), int64_t{0});
   }
   if (o.headsKv == 0) o.headsKv = o.heads;
   if (o.heads % o.headsKv != 0) bad("--Hkv", std::to_string(o.headsKv), "a divisor of --H");

@@ -34,6 +34,23 @@
 // method. Descriptions ([TensorDesc], [AttentionDesc]) are plain Go values; the
 // C descriptors they stand for live only for the duration of one call.
 //
+// # Context parallelism
+//
+// A sequence too long for one GPU can be sharded over the ranks of an NCCL
+// communicator, one rank per process (and GPU). Each process creates a
+// [ContextParallel] from its handle and the caller's ncclComm_t
+// ([Handle.NewContextParallel]) and puts it in [AttentionDesc.ContextParallel];
+// its Forward and Backward calls, made with descriptors of the rank's local
+// shards, then compute attention over the whole sequence, passing K/V around a
+// ring. Every rank makes the same calls with the same shapes in the same order.
+// [ContextParallel.Shard] says which tokens of the sequence a rank holds
+// ([ShardingZigzag] balances a causal mask). The package does not bind NCCL:
+// the communicator is created and destroyed by the caller.
+// [Handle.NewContextParallelForDescription] makes an object without a
+// communicator that sizes workspaces and describes plans only. A library built
+// without NCCL returns an [*Error] with StatusNotSupported from
+// NewContextParallel.
+//
 // # Threads
 //
 // A Handle may be used from several goroutines at once, except that the

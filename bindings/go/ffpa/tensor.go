@@ -100,6 +100,11 @@ type AttentionDesc struct {
 	Causal CausalMode
 	// Slices, when not nil, is the mask: attention slices over packed sequences.
 	Slices *AttentionSlices
+	// ContextParallel, when not nil, makes each call that of one rank of a
+	// context-parallel ring: the tensors describe the rank's local shards and
+	// Causal is the mask over the whole sequence. It cannot be combined with
+	// Slices (StatusNotSupported).
+	ContextParallel *ContextParallel
 }
 
 // descriptors holds the C descriptors of one call, so that every one is
@@ -169,11 +174,21 @@ func (s *descriptors) attention(a *AttentionDesc) (C.ffpaAttentionDescriptor_t, 
 	}
 	mode := C.int32_t(a.Causal)
 	st := C.ffpaSetAttentionAttribute(s.attn, C.FFPA_ATTENTION_CAUSAL_MODE, unsafe.Pointer(&mode), C.size_t(unsafe.Sizeof(mode)))
-	if err := errorOf(st); err != nil || a.Slices == nil {
-		return s.attn, err
+	if err := errorOf(st); err != nil {
+		return nil, err
 	}
-	if a.Slices.s == nil {
-		return nil, &Error{Status: StatusBadParamInvalidHandle, Message: "AttentionDesc.Slices was closed"}
+	if a.Slices != nil {
+		if a.Slices.s == nil {
+			return nil, &Error{Status: StatusBadParamInvalidHandle, Message: "AttentionDesc.Slices was closed"}
+		}
+		if err := errorOf(C.ffpaSetAttentionDescriptorSlices(s.attn, a.Slices.s)); err != nil {
+			return nil, err
+		}
 	}
-	return s.attn, errorOf(C.ffpaSetAttentionDescriptorSlices(s.attn, a.Slices.s))
+	if a.ContextParallel != nil {
+		if err := a.ContextParallel.attach(s.attn); err != nil {
+			return nil, err
+		}
+	}
+	return s.attn, nil
 }

@@ -136,5 +136,14 @@ class AttentionDesc(Owned):
         later changes to ``slices``, or closing it, do not reach the descriptor."""
         check(library().ffpaSetAttentionDescriptorSlices(self, slices))
 
+    def set_context_parallel(self, cp):
+        """Attaches a :class:`ContextParallel` (or detaches it with None): the descriptor's calls
+        are then those of one rank of the ring, with tensor descriptors of the rank's local
+        shards, and any causal mode masks the whole sequence (token i sees token j when
+        j <= i). The descriptor keeps its own reference: closing ``cp`` afterwards is fine.
+        Slices and context parallelism cannot be combined yet (the calls raise
+        :class:`NotSupportedError`)."""
+        check(library().ffpaSetAttentionDescriptorContextParallel(self, cp))
+
     def __repr__(self):
         return f"AttentionDesc(scale={self.scale}, causal={self.causal.name})"

@@ -121,6 +121,15 @@ class SliceMask(enum.IntEnum):
 MAX_SLICES = 1 << 24
 
 
+class Sharding(enum.IntEnum):
+    """How context parallelism shards a sequence over ``P`` ranks, ``n`` tokens each
+    (ffpaSharding_t): CONTIGUOUS gives rank ``r`` tokens ``[r*n, (r+1)*n)``; ZIGZAG cuts the
+    sequence into ``2P`` chunks of ``n/2`` tokens and gives rank ``r`` chunks ``r`` and
+    ``2P-1-r`` (``n`` even), so that every rank computes the same share of a causal mask."""
+    CONTIGUOUS = 0
+    ZIGZAG = 1
+
+
 class DeviceDescStruct(ctypes.Structure):
     """ffpaDeviceDesc_t."""
     _fields_ = [

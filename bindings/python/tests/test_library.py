@@ -101,6 +101,8 @@ ENUMS = {
     "ffpaPolicyKnob": (ffpa.Knob, "FFPA_POLICY_"),
     "ffpaPolicySource": (ffpa.PolicySource, "FFPA_POLICY_SOURCE_"),
     "ffpaCausalMode": (ffpa.CausalMode, "FFPA_CAUSAL_"),
+    "ffpaSliceMask": (ffpa.SliceMask, "FFPA_SLICE_MASK_"),
+    "ffpaSharding_t": (ffpa.Sharding, "FFPA_SHARDING_"),
 }
 
 

@@ -18,6 +18,10 @@
 //! Every fallible call returns [`Result`]; an [`Error`] carries the [`Status`] and the library's
 //! message, which names the faulty argument and the allowed values.
 //!
+//! A sequence too long for one GPU can be sharded over the ranks of an NCCL communicator: a
+//! [`ContextParallel`] attached with [`AttentionDesc::set_context_parallel`] makes the same
+//! forward and backward, on each rank's local shards, compute attention over the whole sequence.
+//!
 //! A handle made with [`Handle::for_device`] plans for a described device without one being
 //! present: workspace sizes, plan descriptions and policies all work on a machine without a GPU.
 //!
@@ -43,6 +47,7 @@
 #![deny(missing_docs)]
 
 mod attention;
+mod context_parallel;
 mod device;
 mod device_ptr;
 mod error;
@@ -60,6 +65,7 @@ mod version;
 pub use ffpa_sys as sys;
 
 pub use attention::AttentionDesc;
+pub use context_parallel::{ContextParallel, ContextParallelInfo};
 pub use device::DeviceDesc;
 pub use device_ptr::{DevicePtr, DevicePtrMut};
 pub use error::{Error, Result, Status};
@@ -70,6 +76,7 @@ pub use policy::{policy_info, policy_knobs, PolicyInfo, PolicyKnob, PolicyValue}
 pub use slices::{AttentionSlices, Slice, SlicesInfo, MAX_SLICES};
 pub use tensor::TensorDesc;
 pub use types::{
-    Accumulator, AutotuneMode, CausalMode, DataType, LogLevel, PolicySource, PolicyType, SliceMask,
+    Accumulator, AutotuneMode, CausalMode, DataType, LogLevel, PolicySource, PolicyType, Sharding,
+    SliceMask,
 };
 pub use version::{build_info, is_compatible, version, Version};

@@ -102,6 +102,19 @@ c_enum! {
 }
 
 c_enum! {
+    /// How a sequence is sharded over the ranks of a [`ContextParallel`](crate::ContextParallel)
+    /// ring (`ffpaSharding_t`), with `n` tokens per rank and `P` ranks.
+    Sharding: ffpaSharding_t {
+        /// Rank `r` holds tokens `[r * n, (r + 1) * n)`. Under a causal mask the last rank
+        /// computes `P` times as much as the first.
+        Contiguous = FFPA_SHARDING_CONTIGUOUS,
+        /// The sequence is cut into `2P` chunks of `n / 2` tokens; rank `r` holds chunk `r` then
+        /// chunk `2P - 1 - r` (`n` even), so every rank computes the same share of a causal mask.
+        Zigzag = FFPA_SHARDING_ZIGZAG,
+    }
+}
+
+c_enum! {
     /// Accumulator precision of the two matrix products, the value of
     /// [`PolicyKnob::ACCUMULATOR`](crate::PolicyKnob::ACCUMULATOR).
     Accumulator: ffpaAccumulator {

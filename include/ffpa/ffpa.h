@@ -1328,6 +1328,12 @@ FFPA_API ffpaStatus_t ffpaAttentionSinksBackward(ffpaHandle_t handle, const floa
  * captured in a CUDA graph when the communicator allows it. Attention slices and context
  * parallelism cannot be combined yet (#FFPA_STATUS_NOT_SUPPORTED).
  *
+ * Attention sinks need no exchange: every rank holds whole rows, so each applies the sinks to its
+ * own O and LSE (ffpaAttentionApplySinks()) after the forward and passes the adjusted ones to the
+ * backward; ffpaAttentionSinksBackward() gives the share of the sinks' gradient its rows
+ * contribute, and the sum over the ranks (e.g. `ncclAllReduce` with `ncclSum`, unless the
+ * caller's framework already reduces parameter gradients over the ranks) is the whole gradient.
+ *
  * Precision: each step's partial output is rounded to the tensors' type once before its merge
  * (in fp32); the backward rounds each step's dQ/dK/dV contribution to the tensors' type before
  * adding it in fp32. Errors stay within a few units of the last place of the output type.

@@ -3,8 +3,10 @@
 // between the ranks' buffers, issued phase by phase as the schedule says), for both shardings,
 // with and without a causal mask, forward and backward, gathered and checked against attention
 // over the whole sequence: the library's plain call and float64 on the CPU, the ring's error
-// within twice the plain call's (plus a little for the ring's extra roundings). Then a real NCCL
-// communicator of one rank through the public API, which must equal the plain call.
+// within twice the plain call's (plus a little for the ring's extra roundings). Attention sinks
+// on the ring (each rank adjusts its rows, the sinks' gradient is the sum of the ranks' shares),
+// and the whole ring captured in one CUDA graph. Then a real NCCL communicator of one rank
+// through the public API, which must equal the plain call.
 #include "core/descriptors.h"
 #include "core/handle.h"
 #include "core/problem.h"
@@ -128,14 +130,6 @@ struct Shape {
   }
 };
 
-// [1, H, N, D] bf16 on the host with float64 values (rounded to bf16), dense.
-struct Host {
-  Host(int64_t h, int64_t n, int64_t d)
-      : h(h), n(n), d(d), tensor(DType::bfloat16, attention_layout(LayoutKind::bhnd, 1, h, n, d)) {}
-  int64_t h, n, d;
-  HostTensor tensor;
-};
-
 HostTensor randomTensor(Random& random, int64_t h, int64_t n, int64_t d) {
   HostTensor t(DType::bfloat16, attention_layout(LayoutKind::bhnd, 1, h, n, d));
   t.fill_uniform(random, -1.0, 1.0);
@@ -204,13 +198,21 @@ ffpaTensorDescriptor_t descriptor(ffpaDataType_t type, std::vector<int64_t> dims
   return d;
 }
 
-// Plain attention over the whole sequence through the public API: O, LSE, dQ, dK, dV.
+// Plain attention over the whole sequence through the public API: O, LSE, dQ, dK, dV, and with
+// sinks (O and LSE adjusted by ffpaAttentionApplySinks before the backward) their gradient.
 struct PlainResult {
-  std::vector<double> o, lse, dq, dk, dv;
+  std::vector<double> o, lse, dq, dk, dv, dSinks;
 };
 
+std::vector<double> downloadFloats(const void* data, size_t count) {
+  std::vector<float> values(count);
+  REQUIRE_CUDA(cudaMemcpy(values.data(), data, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return {values.begin(), values.end()};
+}
+
 PlainResult plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q, const HostTensor& k,
-                           const HostTensor& v, const HostTensor& dO, ffpaContextParallel_t ring = nullptr) {
+                           const HostTensor& v, const HostTensor& dO, ffpaContextParallel_t ring = nullptr,
+                           const float* sinks = nullptr) {
   const TensorLayout& ql = q.layout();
   const TensorLayout& kl = k.layout();
   const int64_t h = ql.dims[1], hkv = kl.dims[1], n = ql.dims[2], nk = kl.dims[2], d = ql.dims[3];
@@ -225,6 +227,7 @@ PlainResult plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q
   void* gq = poisoned(oBytes, keep);
   void* gk = poisoned(static_cast<size_t>(hkv * nk * d) * 2, keep);
   void* gv = poisoned(static_cast<size_t>(hkv * nk * d) * 2, keep);
+  auto* gSinks = static_cast<float*>(poisoned(static_cast<size_t>(h) * 4, keep));
   ffpaTensorDescriptor_t qd = descriptor(FFPA_DATA_TYPE_BFLOAT16, {1, h, n, d});
   ffpaTensorDescriptor_t kd = descriptor(FFPA_DATA_TYPE_BFLOAT16, {1, hkv, nk, d});
   ffpaTensorDescriptor_t ld = descriptor(FFPA_DATA_TYPE_FLOAT32, {1, h, n});
@@ -238,8 +241,10 @@ PlainResult plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q
   REQUIRE_FFPA(ffpaGetAttentionBackwardWorkspaceSize(handle, attn, qd, kd, kd, qd, qd, ld, qd, kd, kd, &bb));
   DeviceBuffer ws(std::max(fb, bb));
   REQUIRE_FFPA(ffpaAttentionForward(handle, attn, qd, dq_, kd, dk_, kd, dv_, qd, o, ld, lse, ws.data, fb));
+  if (sinks != nullptr) REQUIRE_FFPA(ffpaAttentionApplySinks(handle, sinks, qd, o, ld, lse));
   REQUIRE_FFPA(ffpaAttentionBackward(handle, attn, qd, dq_, kd, dk_, kd, dv_, qd, o, qd, ddo, ld, lse, qd, gq, kd,
                                      gk, kd, gv, ws.data, bb));
+  if (sinks != nullptr) REQUIRE_FFPA(ffpaAttentionSinksBackward(handle, sinks, qd, o, qd, ddo, ld, lse, gSinks));
   REQUIRE_CUDA(cudaDeviceSynchronize());
   PlainResult r;
   r.o = download(o, DType::bfloat16, ql).to_dense();
@@ -247,6 +252,7 @@ PlainResult plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q
   r.dq = download(gq, DType::bfloat16, ql).to_dense();
   r.dk = download(gk, DType::bfloat16, kl).to_dense();
   r.dv = download(gv, DType::bfloat16, kl).to_dense();
+  if (sinks != nullptr) r.dSinks = downloadFloats(gSinks, static_cast<size_t>(h));
   ffpaDestroyAttentionDescriptor(attn);
   for (auto* t : {qd, kd, ld}) ffpaDestroyTensorDescriptor(t);
   return r;
@@ -258,129 +264,281 @@ struct HandleOwner {
   ffpaHandle_t handle = nullptr;
 };
 
-void runSimulatedRing(const Shape& s, uint64_t seed) {
-  CAPTURE(s.text());
-  HandleOwner owner;
-  ffpa::Context& context = ffpa::contextOf(owner.handle);
-  const int64_t total = s.local * s.ranks;
-  Random random(seed);
-  const HostTensor q = randomTensor(random, s.heads, total, s.dim);
-  const HostTensor k = randomTensor(random, s.headsKv, total, s.dim);
-  const HostTensor v = randomTensor(random, s.headsKv, total, s.dim);
-  const HostTensor dO = randomTensor(random, s.heads, total, s.dim);
-  const PlainResult plain = plainAttention(owner.handle, s.causal, q, k, v, dO);
+// The whole sequence's inputs, [1, H, N, D] each.
+struct Inputs {
+  Inputs(const Shape& s, uint64_t seed) : random(seed) {
+    const int64_t total = s.local * s.ranks;
+    q = randomTensor(random, s.heads, total, s.dim);
+    k = randomTensor(random, s.headsKv, total, s.dim);
+    v = randomTensor(random, s.headsKv, total, s.dim);
+    dO = randomTensor(random, s.heads, total, s.dim);
+  }
+  Random random;
+  HostTensor q, k, v, dO;
+};
 
-  AttentionProblem exactProblem = attention_shape(1, s.heads, s.headsKv, total, total, s.dim, s.dim,
-                                                  s.causal ? CausalMask::bottom_right : CausalMask::none);
-  exactProblem.scale = default_scale(s.dim);
-  std::vector<double> exactO, exactLse, exactDq, exactDk, exactDv;
-  attention_forward(exactProblem, q.to_dense(), k.to_dense(), v.to_dense(), &exactO, &exactLse);
-  attention_backward(exactProblem, q.to_dense(), k.to_dense(), v.to_dense(), dO.to_dense(), nullptr, &exactDq,
-                     &exactDk, &exactDv);
+// What the ranks computed, gathered into the whole sequence's dense [1, H, N, D] order.
+struct Gathered {
+  std::vector<double> o, lse, dq, dk, dv;
+};
 
-  ffpa::AttentionSettings settings;
-  settings.causal = s.causal ? FFPA_CAUSAL_BOTTOM_RIGHT : FFPA_CAUSAL_NONE;
-  const int64_t qDims[4] = {1, s.heads, s.local, s.dim}, kDims[4] = {1, s.headsKv, s.local, s.dim};
-  const int64_t lDims[3] = {1, s.heads, s.local};
-  const auto qL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_BFLOAT16, 4, qDims, nullptr);
-  const auto kL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_BFLOAT16, 4, kDims, nullptr);
-  const auto lL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_FLOAT32, 3, lDims, nullptr);
-  const ffpa::AttentionProblem fwdLocal = ffpa::forwardProblem(settings, qL, kL, kL, qL, &lL);
-  const ffpa::AttentionProblem bwdLocal =
-      ffpa::backwardProblem(settings, {&qL, &kL, &kL, &qL, &qL, &lL, &qL, &kL, &kL});
+// P ranks in one process: each its stream, ring streams, plans, shards of the inputs, outputs and
+// workspace, joined by a SimulatedWorld. forward() and backward() enqueue every rank's program
+// phase by phase (nothing synchronizes: they can be captured in a CUDA graph).
+class SimulatedRing {
+ public:
+  SimulatedRing(ffpaHandle_t handle, const Shape& s, const Inputs& in)
+      : handle_(handle), context_(ffpa::contextOf(handle)), s_(s), world_(s.ranks), ranks_(s.ranks) {
+    ffpa::AttentionSettings settings;
+    settings.causal = s.causal ? FFPA_CAUSAL_BOTTOM_RIGHT : FFPA_CAUSAL_NONE;
+    const int64_t qDims[4] = {1, s.heads, s.local, s.dim}, kDims[4] = {1, s.headsKv, s.local, s.dim};
+    const int64_t lDims[3] = {1, s.heads, s.local};
+    const auto qL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_BFLOAT16, 4, qDims, nullptr);
+    const auto kL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_BFLOAT16, 4, kDims, nullptr);
+    const auto lL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_FLOAT32, 3, lDims, nullptr);
+    const ffpa::AttentionProblem fwdLocal = ffpa::forwardProblem(settings, qL, kL, kL, qL, &lL);
+    const ffpa::AttentionProblem bwdLocal =
+        ffpa::backwardProblem(settings, {&qL, &kL, &kL, &qL, &qL, &lL, &qL, &kL, &kL});
+    qDesc_ = descriptor(FFPA_DATA_TYPE_BFLOAT16, {1, s.heads, s.local, s.dim});
+    lseDesc_ = descriptor(FFPA_DATA_TYPE_FLOAT32, {1, s.heads, s.local});
+    for (int r = 0; r < s.ranks; ++r) {
+      Rank& st = ranks_[r];
+      REQUIRE_CUDA(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
+      st.streams = std::make_unique<cp::RingStreams>(context_.device().ordinal);
+      ffpa::CallSnapshot snapshot = context_.snapshot();
+      st.forward = cp::planRing(context_, *snapshot.policy, true, fwdLocal, s.ranks, r, s.sharding);
+      st.backward = cp::planRing(context_, *snapshot.policy, true, bwdLocal, s.ranks, r, s.sharding);
+      st.q = upload(shardOf(in.q, s, r), keep_);
+      st.k = upload(shardOf(in.k, s, r), keep_);
+      st.v = upload(shardOf(in.v, s, r), keep_);
+      st.dO = upload(shardOf(in.dO, s, r), keep_);
+      st.o = poisoned(qBytes(), keep_);
+      st.lse = static_cast<float*>(poisoned(lseBytes(), keep_));
+      st.dq = poisoned(qBytes(), keep_);
+      st.dk = poisoned(kBytes(), keep_);
+      st.dv = poisoned(kBytes(), keep_);
+      st.dSinks = static_cast<float*>(poisoned(static_cast<size_t>(s.heads) * 4, keep_));
+      st.workspaceBytes = std::max(st.forward.workspaceBytes, st.backward.workspaceBytes);
+      st.workspace = poisoned(st.workspaceBytes, keep_);
+      snapshot.stream = st.stream;
+      calls_.push_back({context_, snapshot, world_.transport(r), *st.streams, st.workspace});
+    }
+  }
+  ~SimulatedRing() {
+    for (Rank& st : ranks_) cudaStreamDestroy(st.stream);
+    ffpaDestroyTensorDescriptor(qDesc_);
+    ffpaDestroyTensorDescriptor(lseDesc_);
+  }
+  SimulatedRing(const SimulatedRing&) = delete;
+  SimulatedRing& operator=(const SimulatedRing&) = delete;
 
-  SimulatedWorld world(s.ranks);
-  std::vector<std::unique_ptr<DeviceBuffer>> keep;
-  struct RankState {
+  int ranks() const { return s_.ranks; }
+  cudaStream_t stream(int r) const { return ranks_[r].stream; }
+
+  void forward() {
+    runAll([&](int r) {
+      ffpa::TensorArgs t = inputsOf(ranks_[r]);
+      t.out = ranks_[r].o;
+      t.lseOut = ranks_[r].lse;
+      return cp::ringForward(ranks_[r].forward, calls_[r], t);
+    });
+  }
+  // With the ranks' O and LSE (sink-adjusted or not).
+  void backward() {
+    runAll([&](int r) {
+      const Rank& st = ranks_[r];
+      ffpa::TensorArgs t = inputsOf(st);
+      t.o = st.o;
+      t.dO = st.dO;
+      t.lse = st.lse;
+      t.dq = st.dq;
+      t.dk = st.dk;
+      t.dv = st.dv;
+      return cp::ringBackward(st.backward, calls_[r], t);
+    });
+  }
+  // Each rank folds the sinks into its own O and LSE (a row's sink needs nothing from the others).
+  void applySinks(const float* sinks) {
+    for (int r = 0; r < s_.ranks; ++r) {
+      onRankStream(r, [&] {
+        return ffpaAttentionApplySinks(handle_, sinks, qDesc_, ranks_[r].o, lseDesc_, ranks_[r].lse);
+      });
+    }
+  }
+  // The sinks' gradient: each rank's share from its own rows, then their sum over the ranks (what
+  // an ncclAllReduce with ncclSum of the ranks' dSinks gives).
+  std::vector<double> sinksGradient(const float* sinks) {
+    for (int r = 0; r < s_.ranks; ++r) {
+      const Rank& st = ranks_[r];
+      onRankStream(r, [&] {
+        return ffpaAttentionSinksBackward(handle_, sinks, qDesc_, st.o, qDesc_, st.dO, lseDesc_, st.lse, st.dSinks);
+      });
+    }
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    std::vector<double> sum(static_cast<size_t>(s_.heads), 0.0);
+    for (const Rank& st : ranks_) {
+      const std::vector<double> share = downloadFloats(st.dSinks, sum.size());
+      for (size_t h = 0; h < sum.size(); ++h) sum[h] += share[h];
+    }
+    return sum;
+  }
+
+  // Every output and workspace back to NaN.
+  void poison() {
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    for (Rank& st : ranks_) {
+      for (void* p : {st.o, st.dq}) REQUIRE_CUDA(cudaMemset(p, 0xFF, qBytes()));
+      for (void* p : {st.dk, st.dv}) REQUIRE_CUDA(cudaMemset(p, 0xFF, kBytes()));
+      REQUIRE_CUDA(cudaMemset(st.lse, 0xFF, lseBytes()));
+      REQUIRE_CUDA(cudaMemset(st.workspace, 0xFF, st.workspaceBytes));
+    }
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+  }
+
+  Gathered gather() {
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    const int64_t total = s_.local * s_.ranks;
+    Gathered g;
+    g.o.resize(static_cast<size_t>(s_.heads * total * s_.dim));
+    g.lse.resize(static_cast<size_t>(s_.heads * total));
+    g.dq.resize(g.o.size());
+    g.dk.resize(static_cast<size_t>(s_.headsKv * total * s_.dim));
+    g.dv.resize(g.dk.size());
+    const TensorLayout qLocal = attention_layout(LayoutKind::bhnd, 1, s_.heads, s_.local, s_.dim);
+    const TensorLayout kLocal = attention_layout(LayoutKind::bhnd, 1, s_.headsKv, s_.local, s_.dim);
+    const TensorLayout lLocal = lse_layout(LayoutKind::bhnd, 1, s_.heads, s_.local);
+    for (int r = 0; r < s_.ranks; ++r) {
+      const Rank& st = ranks_[r];
+      unshard(g.o, download(st.o, DType::bfloat16, qLocal), s_, r, total);
+      unshard(g.lse, download(st.lse, DType::float32, lLocal), s_, r, total);
+      unshard(g.dq, download(st.dq, DType::bfloat16, qLocal), s_, r, total);
+      unshard(g.dk, download(st.dk, DType::bfloat16, kLocal), s_, r, total);
+      unshard(g.dv, download(st.dv, DType::bfloat16, kLocal), s_, r, total);
+    }
+    return g;
+  }
+
+ private:
+  struct Rank {
     cudaStream_t stream = nullptr;
     std::unique_ptr<cp::RingStreams> streams;
     cp::RingPlan forward, backward;
-    void *q, *k, *v, *dO, *o, *dq, *dk, *dv, *workspace;
-    float* lse;
+    void *q = nullptr, *k = nullptr, *v = nullptr, *dO = nullptr, *o = nullptr, *dq = nullptr, *dk = nullptr,
+         *dv = nullptr, *workspace = nullptr;
+    float *lse = nullptr, *dSinks = nullptr;
+    size_t workspaceBytes = 0;
   };
-  std::vector<RankState> ranks(s.ranks);
-  const size_t qBytes = static_cast<size_t>(s.heads * s.local * s.dim) * 2;
-  const size_t kBytes = static_cast<size_t>(s.headsKv * s.local * s.dim) * 2;
-  for (int r = 0; r < s.ranks; ++r) {
-    RankState& st = ranks[r];
-    REQUIRE_CUDA(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
-    st.streams = std::make_unique<cp::RingStreams>(context.device().ordinal);
-    const ffpa::CallSnapshot snapshot = context.snapshot();
-    st.forward = cp::planRing(context, *snapshot.policy, true, fwdLocal, s.ranks, r, s.sharding);
-    st.backward = cp::planRing(context, *snapshot.policy, true, bwdLocal, s.ranks, r, s.sharding);
-    st.q = upload(shardOf(q, s, r), keep);
-    st.k = upload(shardOf(k, s, r), keep);
-    st.v = upload(shardOf(v, s, r), keep);
-    st.dO = upload(shardOf(dO, s, r), keep);
-    st.o = poisoned(qBytes, keep);
-    st.lse = static_cast<float*>(poisoned(static_cast<size_t>(s.heads * s.local) * 4, keep));
-    st.dq = poisoned(qBytes, keep);
-    st.dk = poisoned(kBytes, keep);
-    st.dv = poisoned(kBytes, keep);
-    st.workspace = poisoned(std::max(st.forward.workspaceBytes, st.backward.workspaceBytes), keep);
+
+  static ffpa::TensorArgs inputsOf(const Rank& st) {
+    ffpa::TensorArgs t;
+    t.q = st.q;
+    t.k = st.k;
+    t.v = st.v;
+    return t;
   }
-  std::vector<cp::RingCall> calls;
-  for (int r = 0; r < s.ranks; ++r) {
-    ffpa::CallSnapshot snapshot = context.snapshot();
-    snapshot.stream = ranks[r].stream;
-    calls.push_back({context, snapshot, world.transport(r), *ranks[r].streams, ranks[r].workspace});
-  }
+  size_t qBytes() const { return static_cast<size_t>(s_.heads * s_.local * s_.dim) * 2; }
+  size_t kBytes() const { return static_cast<size_t>(s_.headsKv * s_.local * s_.dim) * 2; }
+  size_t lseBytes() const { return static_cast<size_t>(s_.heads * s_.local) * 4; }
+
   // Every rank's program of one pass, run phase by phase with the exchanges in between.
-  const auto runAll = [&](auto makeProgram) {
+  template <class MakeProgram>
+  void runAll(MakeProgram makeProgram) {
     std::vector<std::unique_ptr<cp::RingProgram>> owned;
     std::vector<cp::RingProgram*> programs;
-    for (int r = 0; r < s.ranks; ++r) {
+    for (int r = 0; r < s_.ranks; ++r) {
       owned.push_back(makeProgram(r));
       programs.push_back(owned.back().get());
     }
-    cp::runRing(programs.data(), programs.size(), [&] { world.flush(); });
-  };
-  // Forward, then backward with the ring's own O and LSE.
-  runAll([&](int r) {
-    ffpa::TensorArgs t;
-    t.q = ranks[r].q;
-    t.k = ranks[r].k;
-    t.v = ranks[r].v;
-    t.out = ranks[r].o;
-    t.lseOut = ranks[r].lse;
-    return cp::ringForward(ranks[r].forward, calls[r], t);
-  });
-  runAll([&](int r) {
-    ffpa::TensorArgs t;
-    t.q = ranks[r].q;
-    t.k = ranks[r].k;
-    t.v = ranks[r].v;
-    t.o = ranks[r].o;
-    t.dO = ranks[r].dO;
-    t.lse = ranks[r].lse;
-    t.dq = ranks[r].dq;
-    t.dk = ranks[r].dk;
-    t.dv = ranks[r].dv;
-    return cp::ringBackward(ranks[r].backward, calls[r], t);
-  });
-  REQUIRE_CUDA(cudaDeviceSynchronize());
-
-  std::vector<double> o(plain.o.size()), lse(plain.lse.size()), dq(plain.dq.size()), dk(plain.dk.size()),
-      dv(plain.dv.size());
-  const TensorLayout qLocal = attention_layout(LayoutKind::bhnd, 1, s.heads, s.local, s.dim);
-  const TensorLayout kLocal = attention_layout(LayoutKind::bhnd, 1, s.headsKv, s.local, s.dim);
-  const TensorLayout lLocal = lse_layout(LayoutKind::bhnd, 1, s.heads, s.local);
-  for (int r = 0; r < s.ranks; ++r) {
-    unshard(o, download(ranks[r].o, DType::bfloat16, qLocal), s, r, total);
-    unshard(lse, download(ranks[r].lse, DType::float32, lLocal), s, r, total);
-    unshard(dq, download(ranks[r].dq, DType::bfloat16, qLocal), s, r, total);
-    unshard(dk, download(ranks[r].dk, DType::bfloat16, kLocal), s, r, total);
-    unshard(dv, download(ranks[r].dv, DType::bfloat16, kLocal), s, r, total);
-    cudaStreamDestroy(ranks[r].stream);
+    cp::runRing(programs.data(), programs.size(), [&] { world_.flush(); });
   }
-  checkAgainst("O", o, plain.o, exactO);
-  checkAgainst("dQ", dq, plain.dq, exactDq);
-  checkAgainst("dK", dk, plain.dk, exactDk);
-  checkAgainst("dV", dv, plain.dv, exactDv);
+  // A public call on rank r's stream.
+  template <class Call>
+  void onRankStream(int r, Call call) {
+    REQUIRE_FFPA(ffpaSetStream(handle_, ranks_[r].stream));
+    const ffpaStatus_t status = call();
+    REQUIRE_FFPA(ffpaSetStream(handle_, nullptr));
+    char message[512] = "";
+    ffpaGetLastErrorString(message, sizeof message);
+    REQUIRE_MESSAGE(status == FFPA_STATUS_SUCCESS, "rank ", r, ": ", message);
+  }
+
+  ffpaHandle_t handle_;
+  ffpa::Context& context_;
+  Shape s_;
+  SimulatedWorld world_;
+  std::vector<Rank> ranks_;
+  std::vector<cp::RingCall> calls_;
+  std::vector<std::unique_ptr<DeviceBuffer>> keep_;
+  ffpaTensorDescriptor_t qDesc_ = nullptr, lseDesc_ = nullptr;
+};
+
+// Float64 attention over the whole sequence (with the sinks when there are any).
+struct Exact {
+  std::vector<double> o, lse, dq, dk, dv, dSinks;
+};
+
+Exact exactAttention(const Shape& s, const Inputs& in, const std::vector<float>& sinks) {
+  const int64_t total = s.local * s.ranks;
+  AttentionProblem p = attention_shape(1, s.heads, s.headsKv, total, total, s.dim, s.dim,
+                                       s.causal ? CausalMask::bottom_right : CausalMask::none);
+  p.scale = default_scale(s.dim);
+  p.sinks.assign(sinks.begin(), sinks.end());
+  Exact e;
+  attention_forward(p, in.q.to_dense(), in.k.to_dense(), in.v.to_dense(), &e.o, &e.lse);
+  attention_backward(p, in.q.to_dense(), in.k.to_dense(), in.v.to_dense(), in.dO.to_dense(), nullptr, &e.dq, &e.dk,
+                     &e.dv, &e.dSinks);
+  return e;
+}
+
+void checkRing(const Gathered& ring, const PlainResult& plain, const Exact& exact) {
+  checkAgainst("O", ring.o, plain.o, exact.o);
+  checkAgainst("dQ", ring.dq, plain.dq, exact.dq);
+  checkAgainst("dK", ring.dk, plain.dk, exact.dk);
+  checkAgainst("dV", ring.dv, plain.dv, exact.dv);
   double worst = 0.0;
-  for (size_t i = 0; i < lse.size(); ++i) worst = std::max(worst, std::fabs(lse[i] - exactLse[i]));
+  for (size_t i = 0; i < ring.lse.size(); ++i) worst = std::max(worst, std::fabs(ring.lse[i] - exact.lse[i]));
   CHECK_MESSAGE(worst <= 1e-2, "largest LSE error ", worst);
 }
+
+void runSimulatedRing(const Shape& s, uint64_t seed) {
+  CAPTURE(s.text());
+  HandleOwner owner;
+  const Inputs in(s, seed);
+  const PlainResult plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
+  SimulatedRing ring(owner.handle, s, in);
+  ring.forward();
+  ring.backward();  // with the ring's own O and LSE
+  checkRing(ring.gather(), plain, exactAttention(s, in, {}));
+}
+
+// Logits a float holds exactly, from below to above the rows' log-sum-exps.
+std::vector<float> randomSinks(Random& random, int64_t heads) {
+  std::vector<float> sinks;
+  for (int64_t h = 0; h < heads; ++h) sinks.push_back(static_cast<float>(random.uniform(-2.0, 5.0)));
+  return sinks;
+}
+
+bool sameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+struct GraphOwner {
+  ~GraphOwner() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (origin != nullptr) cudaStreamDestroy(origin);
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+  }
+  cudaEvent_t event() {
+    events.push_back(nullptr);
+    REQUIRE_CUDA(cudaEventCreateWithFlags(&events.back(), cudaEventDisableTiming));
+    return events.back();
+  }
+  cudaStream_t origin = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<cudaEvent_t> events;
+};
 
 }  // namespace
 
@@ -394,6 +552,101 @@ TEST_CASE("context parallel: the ring of P = 2..8 simulated ranks equals attenti
 TEST_CASE("context parallel: a large head dimension and grouped queries on the simulated ring") {
   runSimulatedRing({4, cp::Sharding::Zigzag, true, 8, 2, 64, 512}, 99);
   runSimulatedRing({3, cp::Sharding::Contiguous, false, 4, 1, 48, 576}, 100);
+}
+
+TEST_CASE("context parallel: attention sinks on the ring, their gradient summed over the ranks") {
+  // Each rank applies the (replicated) sinks to its own rows after the ring's forward, runs the
+  // ring's backward with the adjusted O and LSE, and takes its rows' share of the sinks'
+  // gradient; the shares' sum is the gradient of attention with sinks over the whole sequence.
+  for (const Shape& s : {Shape{4, cp::Sharding::Zigzag, true}, Shape{3, cp::Sharding::Contiguous, false, 4, 2, 32, 512}}) {
+    CAPTURE(s.text());
+    HandleOwner owner;
+    const Inputs in(s, 300 + s.ranks);
+    Random random(77);
+    const std::vector<float> sinkValues = randomSinks(random, s.heads);
+    DeviceBuffer sinkBuffer(sinkValues.size() * sizeof(float));
+    REQUIRE_CUDA(cudaMemcpy(sinkBuffer.data, sinkValues.data(), sinkValues.size() * sizeof(float),
+                            cudaMemcpyHostToDevice));
+    const auto* sinks = static_cast<const float*>(sinkBuffer.data);
+    const PlainResult plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO, nullptr, sinks);
+    SimulatedRing ring(owner.handle, s, in);
+    ring.forward();
+    ring.applySinks(sinks);
+    ring.backward();
+    const std::vector<double> dSinks = ring.sinksGradient(sinks);
+    const Gathered gathered = ring.gather();
+    const Exact exact = exactAttention(s, in, sinkValues);
+    checkRing(gathered, plain, exact);
+    // The gradient float64 gives from the O' the ranks hold (the backward's delta), and from the
+    // exact probabilities.
+    AttentionProblem p = attention_shape(1, s.heads, s.headsKv, s.local * s.ranks, s.local * s.ranks, s.dim, s.dim,
+                                         s.causal ? CausalMask::bottom_right : CausalMask::none);
+    p.scale = default_scale(s.dim);
+    p.sinks.assign(sinkValues.begin(), sinkValues.end());
+    std::vector<double> dq, dk, dv, fromRingO;
+    attention_backward(p, in.q.to_dense(), in.k.to_dense(), in.v.to_dense(), in.dO.to_dense(), &gathered.o, &dq,
+                       &dk, &dv, &fromRingO);
+    for (int64_t h = 0; h < s.heads; ++h) {
+      CAPTURE(h);
+      REQUIRE(std::isfinite(dSinks[h]));
+      CHECK_MESSAGE(std::fabs(dSinks[h] - fromRingO[h]) <= 2e-4 * (std::fabs(fromRingO[h]) + 1.0), "ring ",
+                    dSinks[h], " float64 from the ring's O' ", fromRingO[h]);
+      CHECK_MESSAGE(std::fabs(dSinks[h] - exact.dSinks[h]) <= 1e-2 * std::fabs(exact.dSinks[h]) + 1e-3, "ring ",
+                    dSinks[h], " plain call ", plain.dSinks[h], " float64 ", exact.dSinks[h]);
+    }
+  }
+}
+
+TEST_CASE("context parallel: the simulated ring's forward and backward captured in one CUDA graph") {
+  // Every rank's stream joins the capture from one origin stream; their exchange streams join
+  // through the ring's own events. The graph, launched twice on poisoned outputs and workspaces,
+  // gives the bits of the direct run (the kernels are deterministic).
+  const Shape s{4, cp::Sharding::Zigzag, true, 4, 2, 32, 256};
+  HandleOwner owner;
+  const int32_t on = 1;
+  REQUIRE_FFPA(ffpaSetPolicy(owner.handle, FFPA_POLICY_DETERMINISTIC, &on, sizeof on));
+  const Inputs in(s, 4242);
+  SimulatedRing ring(owner.handle, s, in);
+  ring.forward();
+  ring.backward();
+  const Gathered direct = ring.gather();
+  const PlainResult plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
+  checkRing(direct, plain, exactAttention(s, in, {}));
+
+  ring.poison();
+  GraphOwner g;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&g.origin, cudaStreamNonBlocking));
+  const cudaEvent_t start = g.event();
+  std::vector<cudaEvent_t> ends;
+  for (int r = 0; r < s.ranks; ++r) ends.push_back(g.event());
+  REQUIRE_CUDA(cudaStreamBeginCapture(g.origin, cudaStreamCaptureModeThreadLocal));
+  REQUIRE_CUDA(cudaEventRecord(start, g.origin));
+  for (int r = 0; r < s.ranks; ++r) REQUIRE_CUDA(cudaStreamWaitEvent(ring.stream(r), start, 0));
+  ring.forward();
+  ring.backward();
+  for (int r = 0; r < s.ranks; ++r) {
+    REQUIRE_CUDA(cudaEventRecord(ends[r], ring.stream(r)));
+    REQUIRE_CUDA(cudaStreamWaitEvent(g.origin, ends[r], 0));
+  }
+  REQUIRE_CUDA(cudaStreamEndCapture(g.origin, &g.graph));
+  size_t nodes = 0;
+  REQUIRE_CUDA(cudaGraphGetNodes(g.graph, nullptr, &nodes));
+  CHECK(nodes > static_cast<size_t>(4 * s.ranks));  // kernels, copies and exchanges of every rank
+  REQUIRE_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  const Gathered captured = ring.gather();
+  CHECK_MESSAGE(std::isnan(captured.o[0]), "the capture ran work instead of recording it");
+  for (int launch = 0; launch < 2; ++launch) {
+    CAPTURE(launch);
+    ring.poison();
+    REQUIRE_CUDA(cudaGraphLaunch(g.exec, g.origin));
+    REQUIRE_CUDA(cudaStreamSynchronize(g.origin));
+    const Gathered replayed = ring.gather();
+    CHECK(sameBits(replayed.o, direct.o));
+    CHECK(sameBits(replayed.lse, direct.lse));
+    CHECK(sameBits(replayed.dq, direct.dq));
+    CHECK(sameBits(replayed.dk, direct.dk));
+    CHECK(sameBits(replayed.dv, direct.dv));
+  }
 }
 
 #if FFPA_HAVE_NCCL

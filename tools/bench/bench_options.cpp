@@ -118,6 +118,7 @@ Options parseOptions(const std::vector<std::string>& args) {
     else if (arg == "--N") o.seqQ = parseInt(arg, value(), 1, int64_t{1} << 30), shapeGiven = true;
     else if (arg == "--Nkv") o.seqKv = parseInt(arg, value(), 1, int64_t{1} << 30), shapeGiven = true;
     else if (arg == "--varlen") o.varlen = parseLengths(value());
+    else if (arg == "--merge") o.merge = static_cast<int>(parseInt(arg, value(), 1, FFPA_MAX_MERGE_PARTIALS));
     else if (arg == "--D") o.headDims = parseHeadDims(value());
     else if (arg == "--Dv") o.headDimV = parseInt(arg, value(), 1, FFPA_MAX_HEAD_DIM);
     else if (arg == "--dtype") {
@@ -162,6 +163,17 @@ Options parseOptions(const std::vector<std::string>& args) {
     o.batch = 1;
     o.seqQ = o.seqKv = std::accumulate(o.varlen.begin(), o.varlen.end(), int64_t{0});
   }
+  if (o.merge > 0) {
+    for (const auto& [given, name] : {std::pair<bool, const char*>{o.backward, "--bwd"}, {o.reference, "--reference"},
+                                      {o.check, "--check"}, {!o.varlen.empty(), "--varlen"},
+                                      {!o.accumulators.empty(), "--acc"}, {o.causal != FFPA_CAUSAL_NONE, "--causal"},
+                                      {o.headsKv != 0, "--Hkv"}, {o.seqKv != 0, "--Nkv"}, {o.headDimV != 0, "--Dv"},
+                                      {!o.policies.empty(), "--policy (the merge ignores policies)"}}) {
+      if (given) {
+        throw std::invalid_argument(std::string("--merge times ffpaAttentionMerge alone: drop ") + name);
+      }
+    }
+  }
   if (o.headsKv == 0) o.headsKv = o.heads;
   if (o.heads % o.headsKv != 0) bad("--Hkv", std::to_string(o.headsKv), "a divisor of --H");
   if (o.seqKv == 0) o.seqKv = o.seqQ;
@@ -201,6 +213,9 @@ fp16, no mask, every accumulator mode.
   --varlen LIST one packed batch of sequences of these lengths (512,2048 or 512x16 or both):
                 B = 1, N = Nkv = their sum, one attention slice per sequence (causal unless
                 --causal none); --layout bnhd is the packed [tokens, H, D] layout
+  --merge P     time ffpaAttentionMerge of P partial results (1 to 32) of [B, H, N, D] each,
+                fp32 LSE in and out, against cudaMemcpy of as many bytes in the same run
+                (with --B --H --N --D --dtype --layout only)
   --layout L    bhnd, bnhd: memory order of Q, K, V, O (default bhnd)
   --warmup N    untimed calls first (default 3)
   --iters N     timed calls; the table shows their median and minimum (default 10)
@@ -217,7 +232,9 @@ fp16, no mask, every accumulator mode.
   --help        this text
 
 TFLOPS count 2*B*Hq*Nq*Nkv*(Dqk+Dv) per forward, halved with a causal mask; with --varlen,
-2*Hq*pairs*(Dqk+Dv) for the (query, key) pairs the slices let attend.
+2*Hq*pairs*(Dqk+Dv) for the (query, key) pairs the slices let attend. --merge reports GB/s of
+the bytes it reads and writes ((P + 1) * (O + LSE)); cudaMemcpy of half as many bytes moves as
+many (it reads and writes each), and "of memcpy" is the merge's share of the copy's bandwidth.
 Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no usable GPU.
 )";
 

@@ -24,6 +24,9 @@ struct Options {
   // --varlen: the sequence lengths of one packed batch (then B = 1 and N = Nkv = their sum, and
   // the mask is one slice per sequence, causal when --causal is not none); empty: dense.
   std::vector<int64_t> varlen;
+  // --merge: time ffpaAttentionMerge of this many partial results of the shape ([B, Hq, Nq, D]
+  // each, with their LSE) against cudaMemcpy of as many bytes; 0: attention.
+  int merge = 0;
   bool bnhd = false;
   int warmup = 3, iters = 10, rotate = 2;
   std::vector<PolicySetting> policies;  // --policy, resolved against the library's knob table

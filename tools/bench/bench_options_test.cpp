@@ -102,6 +102,26 @@ TEST_CASE("--varlen: lengths with repeats make one packed batch of their sum") {
   CHECK(errorOf({"--B", "2", "--varlen", "512"}).find("drop --B, --N and --Nkv") != std::string::npos);
 }
 
+TEST_CASE("--merge: P partial results of the shape, the attention-only options refused") {
+  const Options o = parseOptions({"--merge", "8", "--H", "16", "--N", "4096", "--D", "512", "--dtype", "bf16"});
+  CHECK(o.merge == 8);
+  CHECK(o.heads == 16);
+  CHECK(o.seqQ == 4096);
+  CHECK(parseOptions({}).merge == 0);
+  CHECK(parseOptions({"--merge", "32"}).merge == 32);
+  CHECK(errorOf({"--merge", "0"}).find("--merge: \"0\" is not valid; allowed: an integer from 1 to 32") == 0);
+  CHECK(errorOf({"--merge", "33"}).find("--merge") == 0);
+  for (const char* option : {"--bwd", "--reference", "--check"}) {
+    CAPTURE(option);
+    CHECK(errorOf({"--merge", "2", option}) == std::string("--merge times ffpaAttentionMerge alone: drop ") + option);
+  }
+  CHECK(errorOf({"--merge", "2", "--causal", "top-left"}).find("drop --causal") != std::string::npos);
+  CHECK(errorOf({"--merge", "2", "--varlen", "512"}).find("drop --varlen") != std::string::npos);
+  CHECK(errorOf({"--merge", "2", "--Nkv", "512"}).find("drop --Nkv") != std::string::npos);
+  CHECK(errorOf({"--merge", "2", "--policy", "FFPA_POLICY_STAGES=2"}).find("drop --policy") != std::string::npos);
+  CHECK(errorOf({"--merge", "2", "--acc", "f32"}).find("drop --acc") != std::string::npos);
+}
+
 TEST_CASE("the fp16-accumulation modes run for fp16 only") {
   const Options o = parseOptions({"--dtype", "f16,bf16", "--acc", "f32,pv_f16"});
   const std::vector<Variant> variants = sweepVariants(o);

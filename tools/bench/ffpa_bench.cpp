@@ -1,6 +1,7 @@
 // ffpa-bench: times libffpa's forward (and backward) through the public C API on this GPU, over a
 // sweep of head dims, dtypes and accumulator modes; optionally against the cuBLASLt reference
-// path of the same library, with a check of every output. See kUsage for the options.
+// path of the same library, with a check of every output; or (--merge) ffpaAttentionMerge against
+// cudaMemcpy of as many bytes. See kUsage for the options.
 #include <cuda_runtime.h>
 #include <ffpa/ffpa.h>
 #include <unistd.h>
@@ -210,6 +211,75 @@ void measure(const Options& o, Session& s, const Problem& p, Row& row) {
   }
 }
 
+// --merge: P partial results of [B, H, N, D] with their LSE merged into one, against a device copy
+// moving as many bytes, in the same run.
+struct MergeRow {
+  int64_t d = 0;
+  ffpaDataType_t dtype = FFPA_DATA_TYPE_FLOAT16;
+  double bytes = 0;  // read and written by one merge
+  Timing merge, copy;
+  Difference output{kNaN, kNaN};  // the merged output against itself: inf when a NaN is left
+  std::string error;
+};
+
+void measureMerge(const Options& o, Session& s, MergeRow& row) {
+  const cudaStream_t stream = s.stream.get();
+  const int p = o.merge;
+  const auto partials = Tensor::attention(row.dtype, o.batch, o.heads, o.seqQ, row.d, o.bnhd, p * o.rotate);
+  const auto partialLse = Tensor::lse(o.batch, o.heads, o.seqQ, p * o.rotate);
+  const auto out = Tensor::attention(row.dtype, o.batch, o.heads, o.seqQ, row.d, o.bnhd, o.rotate);
+  const auto lse = Tensor::lse(o.batch, o.heads, o.seqQ, o.rotate);
+  partials->fillUniform(61, 1.0f, stream);
+  partialLse->fillUniform(67, 4.0f, stream);  // log-sum-exps in [-4, 4): weights far from equal
+  out->poison(stream);
+  lse->poison(stream);
+  row.bytes = double(p + 1) * double(out->bytes() + lse->bytes());
+
+  std::vector<const void*> parts(static_cast<size_t>(p));
+  std::vector<const float*> partLse(static_cast<size_t>(p));
+  ffpaHandle_t h = s.fast.get();
+  row.merge = timeCalls(o, stream, [&](int i) {
+    for (int j = 0; j < p; ++j) {
+      parts[j] = partials->data(i * p + j);
+      partLse[j] = static_cast<const float*>(partialLse->data(i * p + j));
+    }
+    check(ffpaAttentionMerge(h, p, partials->desc(), parts.data(), partialLse->desc(), partLse.data(), out->desc(),
+                             out->data(i), lse->desc(), static_cast<float*>(lse->data(i))),
+          "ffpaAttentionMerge");
+  });
+  checkCuda(compareOnDevice(out->data(0), out->data(0), row.dtype, out->elements(), stream, &row.output),
+            "check the merged output");
+
+  // The copy reads and writes each byte: half the merge's bytes move as many. Rotated like the
+  // merge's sets so that neither finds its data in L2.
+  const size_t copyBytes = static_cast<size_t>(row.bytes / 2);
+  std::vector<std::unique_ptr<DeviceMemory>> from, to;
+  for (int i = 0; i < o.rotate; ++i) {
+    from.push_back(std::make_unique<DeviceMemory>(copyBytes));
+    to.push_back(std::make_unique<DeviceMemory>(copyBytes));
+  }
+  row.copy = timeCalls(o, stream, [&](int i) {
+    checkCuda(cudaMemcpyAsync(to[i % o.rotate]->get(), from[i % o.rotate]->get(), copyBytes, cudaMemcpyDeviceToDevice,
+                              stream),
+              "cudaMemcpyAsync");
+  });
+}
+
+Table makeMergeTable(const Options& o, const std::vector<MergeRow>& rows) {
+  Table table;
+  table.header = {"d", "dtype", "P", "MB", "ms", "min ms", "GB/s", "memcpy ms", "memcpy GB/s", "of memcpy", "check"};
+  auto gbs = [](double bytes, const Timing& t) { return bytes / (t.medianMs * 1e6); };
+  for (const MergeRow& r : rows) {
+    const bool failed = !r.error.empty() || !(r.output.relative == 0.0);
+    table.rows.push_back({std::to_string(r.d), dtypeName(r.dtype), std::to_string(o.merge), fixed(r.bytes / 1e6, 1),
+                          fixed(r.merge.medianMs, 3), fixed(r.merge.minMs, 3), fixed(gbs(r.bytes, r.merge), 0),
+                          fixed(r.copy.medianMs, 3), fixed(gbs(r.bytes, r.copy), 0),
+                          fixed(100.0 * r.copy.medianMs / r.merge.medianMs, 1) + "%",
+                          !r.error.empty() ? "ERROR: " + r.error : failed ? "FAIL (NaN left)" : "ok"});
+  }
+  return table;
+}
+
 // A status line on stderr: rewritten in place on a terminal, one line per row in a log file.
 class Progress {
  public:
@@ -274,12 +344,51 @@ std::string describeRun(const Options& o) {
   std::ostringstream text;
   text << "ffpa-bench: " << prop.name << " (sm_" << prop.major << prop.minor << ", " << prop.multiProcessorCount
        << " SMs), " << ffpaGetBuildInfo() << end;
-  text << "B=" << o.batch << " Hq=" << o.heads << " Hkv=" << o.headsKv << " Nq=" << o.seqQ << " Nkv=" << o.seqKv
-       << " causal=" << causalName(o.causal);
+  if (o.merge > 0) {
+    text << "ffpaAttentionMerge of P=" << o.merge << " partial results [B=" << o.batch << ", H=" << o.heads
+         << ", N=" << o.seqQ << ", D] with fp32 LSE, vs cudaMemcpyAsync moving as many bytes";
+  } else {
+    text << "B=" << o.batch << " Hq=" << o.heads << " Hkv=" << o.headsKv << " Nq=" << o.seqQ << " Nkv=" << o.seqKv
+         << " causal=" << causalName(o.causal);
+  }
   if (!o.varlen.empty()) text << " varlen=" << o.varlen.size() << " sequences (one slice each)";
   text << " layout=" << (o.bnhd ? "bnhd" : "bhnd") << "; median and min of "
        << o.iters << " calls after " << o.warmup << " warm-up, " << o.rotate << " input sets in turn\n\n";
   return text.str();
+}
+
+// Prints the run's description and its table, and writes them to --output; false when that fails.
+bool printTable(const Options& o, const Table& table) {
+  const std::string text = (o.format == Format::csv ? "" : describeRun(o)) + renderTable(table, o.format);
+  std::cout << text;
+  if (o.output.empty()) return true;
+  std::ofstream file(o.output);
+  file << text;
+  if (!file) std::cerr << "ffpa-bench: --output: cannot write " << o.output << "\n";
+  return static_cast<bool>(file);
+}
+
+int runMerge(const Options& o, Session& session) {
+  Progress progress(o.headDims.size() * o.dtypes.size());
+  std::vector<MergeRow> rows;
+  bool failed = false;
+  for (const int64_t d : o.headDims) {
+    for (const ffpaDataType_t dtype : o.dtypes) {
+      MergeRow row;
+      row.d = d;
+      row.dtype = dtype;
+      progress.start("merge d=" + std::to_string(d) + " " + dtypeName(dtype));
+      try {
+        measureMerge(o, session, row);
+      } catch (const Failure& error) {
+        row.error = error.what();
+        std::cerr << "ffpa-bench: merge d=" << d << " " << dtypeName(dtype) << ": " << row.error << "\n";
+      }
+      failed = failed || !row.error.empty() || !(row.output.relative == 0.0);
+      rows.push_back(row);
+    }
+  }
+  return printTable(o, makeMergeTable(o, rows)) && !failed ? 0 : 1;
 }
 
 int run(const Options& o) {
@@ -291,6 +400,7 @@ int run(const Options& o) {
     return kExitNoGpu;
   }
   Session session(o);
+  if (o.merge > 0) return runMerge(o, session);
   const std::vector<Variant> variants = sweepVariants(o);
   Progress progress(variants.size() * o.headDims.size());
   std::vector<Row> rows;
@@ -325,17 +435,7 @@ int run(const Options& o) {
       }
     }
   }
-  const std::string text = (o.format == Format::csv ? "" : describeRun(o)) + renderTable(makeTable(o, rows), o.format);
-  std::cout << text;
-  if (!o.output.empty()) {
-    std::ofstream file(o.output);
-    file << text;
-    if (!file) {
-      std::cerr << "ffpa-bench: --output: cannot write " << o.output << "\n";
-      return 1;
-    }
-  }
-  return failed ? 1 : 0;
+  return printTable(o, makeTable(o, rows)) && !failed ? 0 : 1;
 }
 
 }  // namespace

@@ -15,6 +15,11 @@ namespace {
 
 ForwardResolution refuse(Support why) { return {std::nullopt, std::move(why)}; }
 
+// The query axis of a sliced call as the forward kernel walks it.
+SlicedAxis slicedRows(const ForwardLaunch& launch, const AttentionProblem& problem, const slices::SliceView& view) {
+  return slicedAxis(view.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent());
+}
+
 const ForwardInstance* findInstance(int headDimV, ffpaDataType_t dtype, ffpaAccumulator_t accumulator,
                                     bool pipeKv, bool qInRegisters, bool vInRegisters) {
   for (const ForwardInstance& i : forwardInstances()) {
@@ -197,7 +202,7 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   p.rowTiles = nullptr;
   p.rowTileCount = 0;
   if (p.slices.slices != nullptr) {
-    const SlicedAxis rows = slicedAxis(p.slices.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent());
+    const SlicedAxis rows = slicedRows(launch, problem, p.slices);
     p.rowTiles = rows.tiles;
     p.rowTileCount = rows.tileCount;
   }
@@ -208,7 +213,7 @@ void forwardCallGrid(const ForwardLaunch& launch, const AttentionProblem& proble
                      uint32_t (&grid)[3]) {
   for (int i = 0; i < 3; ++i) grid[i] = launch.grid[i];
   if (problem.slices == nullptr) return;
-  grid[0] = slicedAxis(params.slices.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent()).ctas;
+  grid[0] = slicedRows(launch, problem, params.slices).ctas;
 }
 
 }  // namespace ffpa::sm80

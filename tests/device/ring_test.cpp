@@ -198,9 +198,9 @@ ffpaTensorDescriptor_t descriptor(ffpaDataType_t type, std::vector<int64_t> dims
   return d;
 }
 
-// Plain attention over the whole sequence through the public API: O, LSE, dQ, dK, dV, and with
-// sinks (O and LSE adjusted by ffpaAttentionApplySinks before the backward) their gradient.
-struct PlainResult {
+// O, LSE, dQ, dK, dV over the whole sequence ([1, H, N, D] and [1, H, N], dense), and the
+// sinks' gradient [H] when there are sinks: of the plain call, of the ring gathered, of float64.
+struct Outputs {
   std::vector<double> o, lse, dq, dk, dv, dSinks;
 };
 
@@ -210,9 +210,11 @@ std::vector<double> downloadFloats(const void* data, size_t count) {
   return {values.begin(), values.end()};
 }
 
-PlainResult plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q, const HostTensor& k,
-                           const HostTensor& v, const HostTensor& dO, ffpaContextParallel_t ring = nullptr,
-                           const float* sinks = nullptr) {
+// Plain attention over the whole sequence through the public API; with sinks, O and LSE are
+// adjusted by ffpaAttentionApplySinks before the backward.
+Outputs plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q, const HostTensor& k,
+                       const HostTensor& v, const HostTensor& dO, ffpaContextParallel_t ring = nullptr,
+                       const float* sinks = nullptr) {
   const TensorLayout& ql = q.layout();
   const TensorLayout& kl = k.layout();
   const int64_t h = ql.dims[1], hkv = kl.dims[1], n = ql.dims[2], nk = kl.dims[2], d = ql.dims[3];
@@ -246,7 +248,7 @@ PlainResult plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q
                                      gk, kd, gv, ws.data, bb));
   if (sinks != nullptr) REQUIRE_FFPA(ffpaAttentionSinksBackward(handle, sinks, qd, o, qd, ddo, ld, lse, gSinks));
   REQUIRE_CUDA(cudaDeviceSynchronize());
-  PlainResult r;
+  Outputs r;
   r.o = download(o, DType::bfloat16, ql).to_dense();
   r.lse = download(lse, DType::float32, lse_layout(LayoutKind::bhnd, 1, h, n)).to_dense();
   r.dq = download(gq, DType::bfloat16, ql).to_dense();
@@ -275,11 +277,6 @@ struct Inputs {
     dO = randomTensor(random, s.heads, total, s.dim);
   }
   HostTensor q, k, v, dO;
-};
-
-// What the ranks computed, gathered into the whole sequence's dense [1, H, N, D] order.
-struct Gathered {
-  std::vector<double> o, lse, dq, dk, dv;
 };
 
 // P ranks in one process: each its stream, ring streams, plans, shards of the inputs, outputs and
@@ -394,10 +391,11 @@ class SimulatedRing {
     REQUIRE_CUDA(cudaDeviceSynchronize());
   }
 
-  Gathered gather() {
+  // What the ranks computed, in the whole sequence's order (no dSinks: see sinksGradient()).
+  Outputs gather() {
     REQUIRE_CUDA(cudaDeviceSynchronize());
     const int64_t total = s_.local * s_.ranks;
-    Gathered g;
+    Outputs g;
     g.o.resize(static_cast<size_t>(s_.heads * total * s_.dim));
     g.lse.resize(static_cast<size_t>(s_.heads * total));
     g.dq.resize(g.o.size());
@@ -471,25 +469,27 @@ class SimulatedRing {
   ffpaTensorDescriptor_t qDesc_ = nullptr, lseDesc_ = nullptr;
 };
 
-// Float64 attention over the whole sequence (with the sinks when there are any).
-struct Exact {
-  std::vector<double> o, lse, dq, dk, dv, dSinks;
-};
-
-Exact exactAttention(const Shape& s, const Inputs& in, const std::vector<float>& sinks) {
+// The whole sequence's problem for the float64 attention, with these sinks (none when empty).
+AttentionProblem wholeProblem(const Shape& s, const std::vector<float>& sinks) {
   const int64_t total = s.local * s.ranks;
   AttentionProblem p = attention_shape(1, s.heads, s.headsKv, total, total, s.dim, s.dim,
                                        s.causal ? CausalMask::bottom_right : CausalMask::none);
   p.scale = default_scale(s.dim);
   p.sinks.assign(sinks.begin(), sinks.end());
-  Exact e;
+  return p;
+}
+
+// Float64 attention over the whole sequence.
+Outputs exactAttention(const Shape& s, const Inputs& in, const std::vector<float>& sinks) {
+  const AttentionProblem p = wholeProblem(s, sinks);
+  Outputs e;
   attention_forward(p, in.q.to_dense(), in.k.to_dense(), in.v.to_dense(), &e.o, &e.lse);
   attention_backward(p, in.q.to_dense(), in.k.to_dense(), in.v.to_dense(), in.dO.to_dense(), nullptr, &e.dq, &e.dk,
                      &e.dv, &e.dSinks);
   return e;
 }
 
-void checkRing(const Gathered& ring, const PlainResult& plain, const Exact& exact) {
+void checkRing(const Outputs& ring, const Outputs& plain, const Outputs& exact) {
   checkAgainst("O", ring.o, plain.o, exact.o);
   checkAgainst("dQ", ring.dq, plain.dq, exact.dq);
   checkAgainst("dK", ring.dk, plain.dk, exact.dk);
@@ -503,7 +503,7 @@ void runSimulatedRing(const Shape& s, uint64_t seed) {
   CAPTURE(s.text());
   HandleOwner owner;
   const Inputs in(s, seed);
-  const PlainResult plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
+  const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
   SimulatedRing ring(owner.handle, s, in);
   ring.forward();
   ring.backward();  // with the ring's own O and LSE
@@ -576,21 +576,18 @@ TEST_CASE("context parallel: attention sinks on the ring, their gradient summed 
     REQUIRE_CUDA(cudaMemcpy(sinkBuffer.data, sinkValues.data(), sinkValues.size() * sizeof(float),
                             cudaMemcpyHostToDevice));
     const auto* sinks = static_cast<const float*>(sinkBuffer.data);
-    const PlainResult plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO, nullptr, sinks);
+    const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO, nullptr, sinks);
     SimulatedRing ring(owner.handle, s, in);
     ring.forward();
     ring.applySinks(sinks);
     ring.backward();
     const std::vector<double> dSinks = ring.sinksGradient(sinks);
-    const Gathered gathered = ring.gather();
-    const Exact exact = exactAttention(s, in, sinkValues);
+    const Outputs gathered = ring.gather();
+    const Outputs exact = exactAttention(s, in, sinkValues);
     checkRing(gathered, plain, exact);
     // The gradient float64 gives from the O' the ranks hold (the backward's delta), and from the
     // exact probabilities.
-    AttentionProblem p = attention_shape(1, s.heads, s.headsKv, s.local * s.ranks, s.local * s.ranks, s.dim, s.dim,
-                                         s.causal ? CausalMask::bottom_right : CausalMask::none);
-    p.scale = default_scale(s.dim);
-    p.sinks.assign(sinkValues.begin(), sinkValues.end());
+    const AttentionProblem p = wholeProblem(s, sinkValues);
     const int64_t total = s.local * s.ranks;
     const std::vector<double> dODense = in.dO.to_dense();
     std::vector<double> dq, dk, dv, fromRingO;
@@ -633,8 +630,8 @@ TEST_CASE("context parallel: the simulated ring's forward and backward captured 
   SimulatedRing ring(owner.handle, s, in);
   ring.forward();
   ring.backward();
-  const Gathered direct = ring.gather();
-  const PlainResult plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
+  const Outputs direct = ring.gather();
+  const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
   checkRing(direct, plain, exactAttention(s, in, {}));
 
   ring.poison();
@@ -667,14 +664,14 @@ TEST_CASE("context parallel: the simulated ring's forward and backward captured 
   }
   CHECK(copies == s.ranks * (3 * s.ranks - 2));
   REQUIRE_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
-  const Gathered captured = ring.gather();
+  const Outputs captured = ring.gather();
   CHECK_MESSAGE(std::isnan(captured.o[0]), "the capture ran work instead of recording it");
   for (int launch = 0; launch < 2; ++launch) {
     CAPTURE(launch);
     ring.poison();
     REQUIRE_CUDA(cudaGraphLaunch(g.exec, g.origin));
     REQUIRE_CUDA(cudaStreamSynchronize(g.origin));
-    const Gathered replayed = ring.gather();
+    const Outputs replayed = ring.gather();
     CHECK(sameBits(replayed.o, direct.o));
     CHECK(sameBits(replayed.lse, direct.lse));
     CHECK(sameBits(replayed.dq, direct.dq));
@@ -704,8 +701,8 @@ TEST_CASE("context parallel: an NCCL communicator of one rank equals the plain c
     REQUIRE_FFPA(ffpaGetContextParallelInfo(ring, &ranks, &rank, nullptr));
     CHECK(ranks == 1);
     CHECK(rank == 0);
-    const PlainResult plain = plainAttention(owner.handle, true, q, k, v, dO);
-    const PlainResult viaRing = plainAttention(owner.handle, true, q, k, v, dO, ring);
+    const Outputs plain = plainAttention(owner.handle, true, q, k, v, dO);
+    const Outputs viaRing = plainAttention(owner.handle, true, q, k, v, dO, ring);
     if (sharding == FFPA_SHARDING_CONTIGUOUS) {
       // One block, the plain call's problem: the same bits (a merge of one part is exact).
       CHECK(viaRing.o == plain.o);

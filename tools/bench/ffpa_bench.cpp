@@ -220,6 +220,8 @@ struct MergeRow {
   Timing merge, copy;
   Difference output{kNaN, kNaN};  // the merged output against itself: inf when a NaN is left
   std::string error;
+
+  bool failed() const { return !error.empty() || !(output.relative == 0.0); }
 };
 
 void measureMerge(const Options& o, Session& s, MergeRow& row) {
@@ -270,12 +272,11 @@ Table makeMergeTable(const Options& o, const std::vector<MergeRow>& rows) {
   table.header = {"d", "dtype", "P", "MB", "ms", "min ms", "GB/s", "memcpy ms", "memcpy GB/s", "of memcpy", "check"};
   auto gbs = [](double bytes, const Timing& t) { return bytes / (t.medianMs * 1e6); };
   for (const MergeRow& r : rows) {
-    const bool failed = !r.error.empty() || !(r.output.relative == 0.0);
     table.rows.push_back({std::to_string(r.d), dtypeName(r.dtype), std::to_string(o.merge), fixed(r.bytes / 1e6, 1),
                           fixed(r.merge.medianMs, 3), fixed(r.merge.minMs, 3), fixed(gbs(r.bytes, r.merge), 0),
                           fixed(r.copy.medianMs, 3), fixed(gbs(r.bytes, r.copy), 0),
                           fixed(100.0 * r.copy.medianMs / r.merge.medianMs, 1) + "%",
-                          !r.error.empty() ? "ERROR: " + r.error : failed ? "FAIL (NaN left)" : "ok"});
+                          !r.error.empty() ? "ERROR: " + r.error : r.failed() ? "FAIL (NaN left)" : "ok"});
   }
   return table;
 }
@@ -384,7 +385,7 @@ int runMerge(const Options& o, Session& session) {
         row.error = error.what();
         std::cerr << "ffpa-bench: merge d=" << d << " " << dtypeName(dtype) << ": " << row.error << "\n";
       }
-      failed = failed || !row.error.empty() || !(row.output.relative == 0.0);
+      failed = failed || row.failed();
       rows.push_back(row);
     }
   }

@@ -10,7 +10,6 @@ says which tokens of the sequence a rank holds.
 
 import collections
 import ctypes
-import operator
 
 from . import _types as t
 from ._errors import check
@@ -21,18 +20,6 @@ from ._owned import Owned
 ContextParallelInfo = collections.namedtuple("ContextParallelInfo", "ranks rank sharding")
 
 
-def _integer(name, value, bits, signed=True):
-    """``value`` as an int that fits the C type; ctypes would silently wrap a larger one."""
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} takes an integer, not {type(value).__name__}") from None
-    low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
-    if not low <= value < high:
-        raise ValueError(f"{name} is {value}; allowed: {low} to {high - 1} (its C type)")
-    return value
-
-
 def _sharding(sharding):
     """A sharding as the int the library takes: a :class:`Sharding`, an int (an unknown one is
     left for the library to refuse, with its message), or a name such as ``"zigzag"``."""
@@ -41,7 +28,7 @@ def _sharding(sharding):
             return int(t.Sharding[sharding.strip().upper()])
         except KeyError:
             raise ValueError(f"sharding={sharding!r}; allowed: contiguous, zigzag") from None
-    return _integer("sharding", sharding, 32)
+    return t.checked_integer("sharding", sharding, 32)
 
 
 def _comm_pointer(comm):
@@ -54,7 +41,7 @@ def _comm_pointer(comm):
         comm = comm.value
     elif not isinstance(comm, int) and hasattr(comm, "comm"):
         comm = comm.comm
-    return _integer("comm", 0 if comm is None else comm, 64, signed=False) or None
+    return t.checked_integer("comm", 0 if comm is None else comm, 64, signed=False) or None
 
 
 class ContextParallel(Owned):
@@ -90,8 +77,8 @@ class ContextParallel(Owned):
         lib = library()
         pointer = ctypes.c_void_p()
         check(lib.ffpaCreateContextParallelForDescription(
-            handle, ctypes.byref(pointer), _integer("ranks", ranks, 32),
-            _integer("rank", rank, 32), _sharding(sharding)))
+            handle, ctypes.byref(pointer), t.checked_integer("ranks", ranks, 32),
+            t.checked_integer("rank", rank, 32), _sharding(sharding)))
         described = cls.__new__(cls)
         Owned.__init__(described, pointer, lib.ffpaDestroyContextParallel)
         described._comm = None
@@ -119,5 +106,5 @@ class ContextParallel(Owned):
         ranges = (ctypes.c_int64 * 4)()
         count = ctypes.c_int32()
         check(library().ffpaGetContextParallelShard(
-            self, _integer("local_length", local_length, 64), ranges, ctypes.byref(count)))
+            self, t.checked_integer("local_length", local_length, 64), ranges, ctypes.byref(count)))
         return [(ranges[2 * i], ranges[2 * i + 1]) for i in range(count.value)]

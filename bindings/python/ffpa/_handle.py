@@ -2,7 +2,6 @@
 
 import ctypes
 import dataclasses
-import operator
 import threading
 
 from . import _types as t
@@ -150,11 +149,11 @@ class Handle(Owned):
                 raise ValueError(f"{info.name}: the value contains a NUL character")
             c = ctypes.create_string_buffer(data)
         elif info.type == t.PolicyType.INT64:
-            c = ctypes.c_int64(_integer(info, value, 64))
+            c = ctypes.c_int64(_policy_integer(info, value, 64))
         else:
             if info.type == t.PolicyType.ENUM and isinstance(value, str):
                 value = _enum_value(info, value)
-            c = ctypes.c_int32(_integer(info, value, 32))
+            c = ctypes.c_int32(_policy_integer(info, value, 32))
         check(library().ffpaSetPolicy(self, number, ctypes.byref(c), ctypes.sizeof(c)))
 
     def get_policy(self, knob):
@@ -265,16 +264,8 @@ class Handle(Owned):
         check(library().ffpaClearPlanCache(self))
 
 
-def _integer(info, value, bits):
-    """``value`` as an int that fits the C type; ctypes would silently wrap a larger one."""
-    try:
-        value = operator.index(value)  # int, bool and integer types of array libraries
-    except TypeError:
-        raise TypeError(f"{info.name} takes an integer, not {type(value).__name__}") from None
-    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
-        raise ValueError(f"{info.name}: {value} does not fit its int{bits} type; "
-                         f"allowed: {info.min} to {info.max}")
-    return value
+def _policy_integer(info, value, bits):
+    return t.checked_integer(info.name, value, bits, allowed=f"{info.min} to {info.max}")
 
 
 def _enum_value(info, name):

@@ -6,6 +6,23 @@ include/ffpa/ffpa.h and the structure layouts with the C compiler's.
 
 import ctypes
 import enum
+import operator
+
+
+def checked_integer(name, value, bits, signed=True, allowed=None):
+    """``value`` as an int that fits a C integer of ``bits`` bits (ctypes would silently wrap a
+    larger one); ``allowed`` says what the library takes, for the message (default: the type's
+    range). Raises TypeError for a non-integer, ValueError for one out of the type's range."""
+    try:
+        value = operator.index(value)  # int, bool and integer types of array libraries
+    except TypeError:
+        raise TypeError(f"{name} takes an integer, not {type(value).__name__}") from None
+    low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+    if not low <= value < high:
+        kind = f"int{bits}" if signed else f"uint{bits}"
+        raise ValueError(f"{name} is {value}: it does not fit its {kind} type; "
+                         f"allowed: {allowed or f'{low} to {high - 1}'}")
+    return value
 
 
 class DataType(enum.IntEnum):

@@ -863,9 +863,12 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
  * graph captured with a descriptor reads that device copy: keep the descriptor alive, and its
  * slices attached, as long as the graph runs.
  *
- * The sm80 forward kernels (on every GPU they run on) serve sliced forwards: each tile of query
- * rows attends only to the key tiles its slices reach. Sliced backwards run on the reference path
- * in this version (ffpaDescribeAttentionBackwardPlan() says why the fast kernels pass).
+ * The sm80 kernels (on every GPU they run on) serve sliced forwards and backwards: each tile of
+ * query rows attends only to the key tiles its slices reach, and each tile of keys of the dK/dV
+ * pass to the rows that see it. The Hopper kernels decline slices in this version
+ * (ffpaDescribeAttentionForwardPlan() and ffpaDescribeAttentionBackwardPlan() say why).
+ * With a context-parallel object on the same descriptor, the slices mask the whole sequence (the
+ * `context_parallel` group).
  *  @{ */
 
 /** How the keys of one slice are masked. With the slice's `nq = q1 - q0` queries and
@@ -1325,8 +1328,18 @@ FFPA_API ffpaStatus_t ffpaAttentionSinksBackward(ffpaHandle_t handle, const floa
  * Every rank must make the same calls with the same shapes, in the same order (as with any NCCL
  * collective). The calls stay stream-ordered: they never synchronize the host and allocate
  * nothing (buffers come from the workspace, whose query accounts for them), so they can be
- * captured in a CUDA graph when the communicator allows it. Attention slices and context
- * parallelism cannot be combined yet (#FFPA_STATUS_NOT_SUPPORTED).
+ * captured in a CUDA graph when the communicator allows it.
+ *
+ * Attention slices (the `slices` group) attached to the same descriptor mask the **whole**
+ * sequence: their query rows and keys are global token positions (`0` to `P * n`, Nq or Nkv of
+ * the local descriptors times `P`), in place of the causal mode (which must then be
+ * FFPA_CAUSAL_NONE). Each rank cuts them, once per slice list and shape, into the slices of each
+ * ring step (its local queries against the block it holds: one sliced call over the rows and keys
+ * those reach, none when the step sees nothing) and copies those to the device: that first call,
+ * or better the workspace query before it, synchronizes like ffpaSetAttentionSlices(); later calls
+ * with the same attached list do not. The object keeps the cut slices of the last 8 lists it saw.
+ * A row that sees no key over the whole sequence gets O = 0 and LSE = -infinity, as in a plain
+ * sliced call.
  *
  * Attention sinks need no exchange: every rank holds whole rows, so each applies the sinks to its
  * own O and LSE (ffpaAttentionApplySinks()) after the forward and passes the adjusted ones to the

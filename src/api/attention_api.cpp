@@ -77,7 +77,7 @@ PlannedCall planned(Context& context, CallSnapshot snapshot, AttentionProblem pr
                     const AttentionSettings& settings, Purpose purpose) {
   const bool mayTune = purpose == Purpose::Prepare;
   if (settings.contextParallel) {
-    auto ring = settings.contextParallel->plan(context, *snapshot.policy, mayTune, problem);
+    auto ring = settings.contextParallel->plan(context, *snapshot.policy, mayTune, problem, settings.slices);
     return {context, std::move(snapshot), std::move(problem), nullptr, settings.contextParallel, std::move(ring)};
   }
   auto plan = context.plan(problem, *snapshot.policy, mayTune);

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/slice_table.h"
+#include "cp/context_parallel.h"
 
 #include <cmath>
 
@@ -92,12 +93,15 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
     require(attn.causal == FFPA_CAUSAL_NONE, FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
             "attn has slices and FFPA_ATTENTION_CAUSAL_MODE = ", causalModeName(attn.causal),
             "; the slices are the mask: set FFPA_CAUSAL_NONE, or detach the slices");
-    require(attn.slices->queryExtent() <= p.seqQ, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+    // Over a context-parallel sequence the slices mask the whole sequence: P shards of Nq rows.
+    const int64_t shards = attn.contextParallel ? attn.contextParallel->ranks() : 1;
+    const std::string ofShards = shards > 1 ? cat(" on each of ", shards, " context-parallel ranks") : "";
+    require(attn.slices->queryExtent() <= p.seqQ * shards, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
             "attn's slices reach query row ", attn.slices->queryExtent() - 1, " but qDesc has Nq = ",
-            p.seqQ, " rows");
-    require(attn.slices->keyExtent() <= p.seqKv, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+            p.seqQ, " rows", ofShards);
+    require(attn.slices->keyExtent() <= p.seqKv * shards, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
             "attn's slices reach key ", attn.slices->keyExtent() - 1, " but kDesc has Nkv = ",
-            p.seqKv, " keys");
+            p.seqKv, " keys", ofShards);
     p.slices = attn.slices.get();
   }
   p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));

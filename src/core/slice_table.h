@@ -22,6 +22,8 @@ class SliceTable {
 
   // Copies the table to device `ordinal` (synchronously). Once, before the table is shared.
   void upload(int32_t ordinal);
+  // The device the table was copied to, or -1 (made for a handle without a device).
+  int32_t deviceOrdinal() const { return deviceOrdinal_; }
 
   const std::vector<SliceRange>& slices() const { return slices_; }
   int64_t queryExtent() const { return queryExtent_; }

@@ -12,16 +12,26 @@ ContextParallel::ContextParallel(int32_t deviceOrdinal, int32_t ranks, int32_t r
 }
 
 std::shared_ptr<const RingPlan> ContextParallel::plan(Context& context, const Policy& policy, bool mayTune,
-                                                      const AttentionProblem& local) {
-  const PlanKey key = PlanKey::make(local, policy, context.device());
+                                                      const AttentionProblem& local,
+                                                      std::shared_ptr<const slices::SliceTable> slices) {
+  const RingKey key{PlanKey::make(local, policy, context.device()), slices.get()};
   {
     std::lock_guard<std::mutex> lock(plansMutex_);
     auto found = plans_.find(key);
     if (found != plans_.end()) return found->second;
   }
-  auto fresh = std::make_shared<const RingPlan>(planRing(context, policy, mayTune, local, ranks_, rank_, sharding_));
+  auto fresh = std::make_shared<const RingPlan>(
+      planRing(context, policy, mayTune, local, std::move(slices), ranks_, rank_, sharding_));
   std::lock_guard<std::mutex> lock(plansMutex_);
-  return plans_.emplace(key, std::move(fresh)).first->second;
+  auto [entry, made] = plans_.emplace(key, std::move(fresh));
+  if (made && key.slices != nullptr) {
+    slicedKeys_.push_back(key);
+    if (slicedKeys_.size() > kSlicedPlansKept) {
+      plans_.erase(slicedKeys_.front());  // calls holding it keep their shared_ptr
+      slicedKeys_.pop_front();
+    }
+  }
+  return entry->second;
 }
 
 void ContextParallel::execute(const Context& context, const CallSnapshot& snapshot, const RingPlan& plan,

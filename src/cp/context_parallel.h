@@ -8,6 +8,8 @@
 #include "cp/ring_schedule.h"
 #include "cp/transport.h"
 
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -25,10 +27,14 @@ class ContextParallel {
   int32_t rank() const { return rank_; }
   Sharding sharding() const { return sharding_; }
 
-  // The ring plan of `local` on `context` under `policy`: planned on first use, then kept (a
-  // lookup allocates nothing).
+  // The ring plan of `local` on `context` under `policy` (masked by `slices` when local.slices
+  // is set): planned on first use, then kept (a lookup allocates nothing). The plans of the last
+  // kSlicedPlansKept slice lists are kept, each with its list: a new list, as a packed batch of
+  // other lengths brings, is cut and copied to the device once, by its first call.
   std::shared_ptr<const RingPlan> plan(Context& context, const Policy& policy, bool mayTune,
-                                       const AttentionProblem& local);
+                                       const AttentionProblem& local,
+                                       std::shared_ptr<const slices::SliceTable> slices);
+  static constexpr size_t kSlicedPlansKept = 8;
 
   // Enqueues one call of this rank on `snapshot.stream` (forward or backward as the plan says).
   // One call at a time per object: the streams and events are the object's. Throws ffpa::Error:
@@ -43,8 +49,21 @@ class ContextParallel {
   Sharding sharding_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<RingStreams> streams_;
+  // A ring plan's key: the plan key of its local problem and the identity of its slice list
+  // (which the plan keeps alive, so that no other list takes its address while it is kept).
+  struct RingKey {
+    PlanKey problem;
+    const slices::SliceTable* slices;
+    bool operator==(const RingKey& o) const { return problem == o.problem && slices == o.slices; }
+  };
+  struct RingKeyHash {
+    size_t operator()(const RingKey& k) const {
+      return k.problem.hash() ^ (std::hash<const void*>{}(k.slices) * 0x9e3779b97f4a7c15ull);
+    }
+  };
   std::mutex plansMutex_;
-  std::unordered_map<PlanKey, std::shared_ptr<const RingPlan>, PlanKeyHash> plans_;
+  std::unordered_map<RingKey, std::shared_ptr<const RingPlan>, RingKeyHash> plans_;
+  std::deque<RingKey> slicedKeys_;  // the sliced plans kept, oldest first
   std::mutex executeMutex_;
 };
 

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/plan_launch.h"
 #include "core/workspace_layout.h"
+#include "cp/ring_slices.h"
 #include "cp/row_copy.h"
 #include "merge/merge_call.h"
 
@@ -78,6 +79,24 @@ void layOut(RingPlan& plan, size_t kernelBytes) {
   plan.workspaceBytes = w.total();
 }
 
+// A sliced ring: each step one sliced call over the rows and keys its slices reach (none when
+// the step sees nothing), its table checked like the caller's and copied where theirs is.
+void cutSlices(RingPlan& plan) {
+  const int32_t ordinal = plan.slices->deviceOrdinal();
+  for (Step& step : plan.steps) {
+    StepSlices cut = stepSlices(plan.slices->slices(), plan.shape, step.source);
+    step.blocks.clear();
+    if (cut.slices.empty()) {
+      plan.stepSlices.push_back(nullptr);
+      continue;
+    }
+    auto table = std::make_unique<slices::SliceTable>(std::move(cut.slices));
+    if (ordinal >= 0) table->upload(ordinal);
+    step.blocks.push_back({cut.queries, cut.keys, false});
+    plan.stepSlices.push_back(std::move(table));
+  }
+}
+
 }  // namespace
 
 int64_t RingPlan::kvElements() const {
@@ -85,20 +104,23 @@ int64_t RingPlan::kvElements() const {
 }
 
 RingPlan planRing(Context& context, const Policy& policy, bool mayTune, const AttentionProblem& local,
-                  int32_t ranks, int32_t rank, Sharding sharding) {
-  require(local.slices == nullptr, FFPA_STATUS_NOT_SUPPORTED, "attn has both attention slices and a ",
-          "context-parallel communicator; context parallelism takes a causal mask or none (detach one)");
+                  std::shared_ptr<const slices::SliceTable> slices, int32_t ranks, int32_t rank,
+                  Sharding sharding) {
+  require(slices.get() == local.slices, FFPA_STATUS_INTERNAL_ERROR, "ring plan: the slices are not the problem's");
   RingPlan plan;
   plan.direction = local.direction;
   plan.local = local;
+  plan.slices = std::move(slices);
   plan.shape = {ranks, rank, sharding, local.causal != FFPA_CAUSAL_NONE, local.seqQ, local.seqKv};
   plan.steps = ringSchedule(plan.shape);
   plan.dense = denseStridesOf(local);
+  if (plan.slices) cutSlices(plan);
   size_t kernelBytes = 0;
-  for (const Step& step : plan.steps) {
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
     std::vector<BlockCall> calls;
-    for (const Block& block : step.blocks) {
+    for (const Block& block : plan.steps[s].blocks) {
       BlockCall call{block, blockProblem(plan, block), nullptr};
+      if (plan.slices) call.problem.slices = plan.stepSlices[s].get();
       call.plan = context.plan(call.problem, policy, mayTune);
       kernelBytes = std::max(kernelBytes, call.plan->workspaceBytes);
       calls.push_back(std::move(call));
@@ -119,9 +141,13 @@ std::string describeRing(const RingPlan& plan) {
     text << "\n";
     for (const BlockCall& c : plan.calls[s]) {
       text << "  queries [" << c.block.queries.begin << ", " << c.block.queries.end << ") keys ["
-           << c.block.keys.begin << ", " << c.block.keys.end << ") "
-           << (c.block.causal ? "causal" : "full") << ": " << c.plan->kernel << " (" << c.plan->config
-           << ")\n";
+           << c.block.keys.begin << ", " << c.block.keys.end << ") ";
+      if (c.problem.slices != nullptr) {
+        text << c.problem.slices->slices().size() << " slices";
+      } else {
+        text << (c.block.causal ? "causal" : "full");
+      }
+      text << ": " << c.plan->kernel << " (" << c.plan->config << ")\n";
     }
   }
   return text.str();
@@ -245,6 +271,7 @@ class ForwardProgram final : public ProgramBase {
     if (s == 0) {
       fork();
       packKv();
+      if (plan_.startsEmpty()) clear();
     } else {
       landed();
     }
@@ -261,7 +288,7 @@ class ForwardProgram final : public ProgramBase {
 
  private:
   // The blocks of step s against the K/V buffer it holds, each partial folded into the running
-  // result (step 0, which covers every row, starts it).
+  // result (step 0, which covers every row unless the ring is sliced, starts it).
   void step(int s) const {
     const AttentionProblem& l = local();
     const size_t kv = plan_.kv[s % 2];
@@ -276,9 +303,22 @@ class ForwardProgram final : public ProgramBase {
       a.out = rowsAt(at(plan_.partialO), b.queries.begin, partial[2], elem_);
       a.lseOut = static_cast<float*>(rowsAt(at(plan_.partialLse), b.queries.begin, lse[2], sizeof(float)));
       launch(c, a);
-      if (s > 0) fold(b.queries, true);
+      if (s > 0 || plan_.startsEmpty()) fold(b.queries, true);
     }
-    if (s == 0) fold({0, l.seqQ}, false);
+    if (s == 0 && !plan_.startsEmpty()) fold({0, l.seqQ}, false);
+  }
+
+  // An empty running result: a merge of no parts gives every row O = 0 and LSE = -infinity.
+  void clear() const {
+    MergeProblem m = mergeOfOne(local().seqQ, local().dtype, FFPA_DATA_TYPE_FLOAT32);
+    m.count = 0;
+    m.o = plan_.dense.o;
+    m.lse = plan_.dense.lse;
+    m.hasLse = true;
+    MergeTensors t;
+    t.o = at(plan_.runO);
+    t.lse = at<float>(plan_.runLse);
+    enqueueMerge(m, t, stream());
   }
 
   // Merges the partial rows `rows` into the running fp32 result (carry) or starts it.

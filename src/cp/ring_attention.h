@@ -15,6 +15,7 @@
 #include "core/handle.h"
 #include "core/plan.h"
 #include "core/problem.h"
+#include "core/slice_table.h"
 #include "cp/ring_schedule.h"
 #include "cp/transport.h"
 
@@ -44,7 +45,8 @@ class RingStreams {
   void release();
 };
 
-// One attention call of a step: its block, problem and plan.
+// One attention call of a step: its block, problem and plan. A call of a sliced ring carries
+// its step's slices (problem.slices, owned by the ring plan).
 struct BlockCall {
   Block block;
   AttentionProblem problem;
@@ -57,6 +59,10 @@ struct RingPlan {
   RingShape shape;
   std::vector<Step> steps;
   std::vector<std::vector<BlockCall>> calls;  // per step, per block
+  // The slices masking the whole sequence (null: the causal mode does), kept alive with the
+  // tables cut from them for the steps (see cp/ring_slices.h), which the calls point to.
+  std::shared_ptr<const slices::SliceTable> slices;
+  std::vector<std::unique_ptr<const slices::SliceTable>> stepSlices;
   // Workspace offsets. Forward: kv[2], partialO, partialLse, runO, runLse. Backward: kv[2], dq
   // (scratch, the tensors' type), dkv (scratch), dqSum, kvPartial, kvSum[2] (fp32).
   size_t kv[2] = {}, partialO = 0, partialLse = 0, runO = 0, runLse = 0;
@@ -73,13 +79,19 @@ struct RingPlan {
 
   // Elements of one K/V block ([B, Hkv, Nkv, Dqk] then [B, Hkv, Nkv, Dv]).
   int64_t kvElements() const;
+  // Whether the rank's own step may leave query rows unseen (slices), so that the forward's
+  // running result starts empty (O = 0, LSE = -infinity) rather than with step 0's result.
+  bool startsEmpty() const { return slices != nullptr; }
 };
 
 // The ring plan of a rank whose local problem is `local` (checked as for a plain call; its mask
-// is the global one). Plans every block through `context` (so also sizes and describes on a
-// described device). Throws ffpa::Error.
+// is the global one: `slices`, the table local.slices points to, or the causal mode). Plans every
+// block through `context` (so also sizes and describes on a described device); cuts and checks
+// the steps' slices, copying them to the device the global slices are on (synchronous, as
+// ffpaSetAttentionSlices). Throws ffpa::Error.
 RingPlan planRing(Context& context, const Policy& policy, bool mayTune, const AttentionProblem& local,
-                  int32_t ranks, int32_t rank, Sharding sharding);
+                  std::shared_ptr<const slices::SliceTable> slices, int32_t ranks, int32_t rank,
+                  Sharding sharding);
 
 // "context parallel: rank 1 of 4, zigzag sharding, 4 ring steps" and one line per block.
 std::string describeRing(const RingPlan& plan);

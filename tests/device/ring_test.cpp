@@ -5,11 +5,15 @@
 // over the whole sequence: the library's plain call and float64 on the CPU, the ring's error
 // within twice the plain call's (plus a little for the ring's extra roundings). Attention sinks
 // on the ring (each rank adjusts its rows, the sinks' gradient is the sum of the ranks' shares),
-// and the whole ring captured in one CUDA graph. Then a real NCCL communicator of one rank
-// through the public API, which must equal the plain call.
+// and the whole ring captured in one CUDA graph. Attention slices over the whole sequence (packed
+// documents across the ranks' shards, a shared prefix, rows that see nothing), each step one
+// sliced call. Then a real NCCL communicator of one rank through the public API, which must equal
+// the plain call, with a causal mask and with slices.
 #include "core/descriptors.h"
 #include "core/handle.h"
 #include "core/problem.h"
+#include "core/slice_table.h"
+#include "cp/context_parallel.h"
 #include "cp/ring_attention.h"
 #include "cp/ring_schedule.h"
 
@@ -36,6 +40,7 @@
 
 using namespace ffpa_tools;
 namespace cp = ffpa::cp;
+using ffpa::slices::SliceRange;
 
 namespace {
 
@@ -123,12 +128,29 @@ struct Shape {
   cp::Sharding sharding;
   bool causal;
   int64_t heads = 4, headsKv = 2, local = 32, dim = 128;
+  std::vector<SliceRange> slices = {};  // over the whole sequence, the mask instead of `causal`
 
   std::string text() const {
-    return std::string(cp::shardingName(sharding)) + (causal ? " causal" : " full") + " P=" +
-           std::to_string(ranks) + " n=" + std::to_string(local) + " d=" + std::to_string(dim);
+    const char* mask = !slices.empty() ? " sliced" : causal ? " causal" : " full";
+    return std::string(cp::shardingName(sharding)) + mask + " P=" + std::to_string(ranks) +
+           " n=" + std::to_string(local) + " d=" + std::to_string(dim);
   }
 };
+
+// Slices over a sequence of `total` tokens: a shared prefix of 40 tokens (causal), then three
+// documents (causal, inverse-causal, full) that each see the prefix whole, and 8 tokens at the end
+// that no slice covers (rows that see nothing, keys nobody sees).
+std::vector<SliceRange> documentSlices(int32_t total) {
+  const int32_t prefix = 40, end = total - 8;
+  std::vector<SliceRange> list{{0, prefix, 0, prefix, FFPA_SLICE_MASK_CAUSAL}};
+  const int32_t cuts[] = {prefix, prefix + (end - prefix) * 3 / 10, prefix + (end - prefix) * 7 / 10, end};
+  const int32_t masks[] = {FFPA_SLICE_MASK_CAUSAL, FFPA_SLICE_MASK_INVERSE_CAUSAL, FFPA_SLICE_MASK_FULL};
+  for (int i = 0; i < 3; ++i) {
+    list.push_back({cuts[i], cuts[i + 1], 0, prefix, FFPA_SLICE_MASK_FULL});
+    list.push_back({cuts[i], cuts[i + 1], cuts[i], cuts[i + 1], masks[i]});
+  }
+  return list;
+}
 
 HostTensor randomTensor(Random& random, int64_t h, int64_t n, int64_t d) {
   HostTensor t(DType::bfloat16, attention_layout(LayoutKind::bhnd, 1, h, n, d));
@@ -211,10 +233,10 @@ std::vector<double> downloadFloats(const void* data, size_t count) {
 }
 
 // Plain attention over the whole sequence through the public API; with sinks, O and LSE are
-// adjusted by ffpaAttentionApplySinks before the backward.
+// adjusted by ffpaAttentionApplySinks before the backward; with slices, they are the mask.
 Outputs plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q, const HostTensor& k,
                        const HostTensor& v, const HostTensor& dO, ffpaContextParallel_t ring = nullptr,
-                       const float* sinks = nullptr) {
+                       const float* sinks = nullptr, const std::vector<SliceRange>& slices = {}) {
   const TensorLayout& ql = q.layout();
   const TensorLayout& kl = k.layout();
   const int64_t h = ql.dims[1], hkv = kl.dims[1], n = ql.dims[2], nk = kl.dims[2], d = ql.dims[3];
@@ -238,6 +260,20 @@ Outputs plainAttention(ffpaHandle_t handle, bool causal, const HostTensor& q, co
   const int32_t mode = causal ? FFPA_CAUSAL_BOTTOM_RIGHT : FFPA_CAUSAL_NONE;
   REQUIRE_FFPA(ffpaSetAttentionAttribute(attn, FFPA_ATTENTION_CAUSAL_MODE, &mode, sizeof mode));
   REQUIRE_FFPA(ffpaSetAttentionDescriptorContextParallel(attn, ring));
+  if (!slices.empty()) {
+    std::vector<int32_t> queries, keys, masks;
+    for (const SliceRange& x : slices) {
+      queries.insert(queries.end(), {x.q0, x.q1});
+      keys.insert(keys.end(), {x.k0, x.k1});
+      masks.push_back(x.mask);
+    }
+    ffpaAttentionSlices_t list = nullptr;
+    REQUIRE_FFPA(ffpaCreateAttentionSlices(handle, &list));
+    REQUIRE_FFPA(ffpaSetAttentionSlices(list, static_cast<int32_t>(slices.size()), queries.data(), keys.data(),
+                                        masks.data()));
+    REQUIRE_FFPA(ffpaSetAttentionDescriptorSlices(attn, list));
+    REQUIRE_FFPA(ffpaDestroyAttentionSlices(list));  // the descriptor keeps its copy
+  }
   size_t fb = 0, bb = 0;
   REQUIRE_FFPA(ffpaGetAttentionForwardWorkspaceSize(handle, attn, qd, kd, kd, qd, ld, &fb));
   REQUIRE_FFPA(ffpaGetAttentionBackwardWorkspaceSize(handle, attn, qd, kd, kd, qd, qd, ld, qd, kd, kd, &bb));
@@ -288,6 +324,15 @@ class SimulatedRing {
       : handle_(handle), context_(ffpa::contextOf(handle)), s_(s), world_(s.ranks), ranks_(s.ranks) {
     ffpa::AttentionSettings settings;
     settings.causal = s.causal ? FFPA_CAUSAL_BOTTOM_RIGHT : FFPA_CAUSAL_NONE;
+    if (!s.slices.empty()) {
+      // The global slices on the device, and a ring of P ranks on the settings (for the checks
+      // of the slices' extent against the whole sequence).
+      const int32_t ordinal = context_.device().ordinal;
+      auto table = std::make_shared<ffpa::slices::SliceTable>(s.slices);
+      table->upload(ordinal);
+      settings.slices = std::move(table);
+      settings.contextParallel = std::make_shared<cp::ContextParallel>(ordinal, s.ranks, 0, s.sharding, nullptr);
+    }
     const int64_t qDims[4] = {1, s.heads, s.local, s.dim}, kDims[4] = {1, s.headsKv, s.local, s.dim};
     const int64_t lDims[3] = {1, s.heads, s.local};
     const auto qL = ffpa::makeTensorLayout(FFPA_DATA_TYPE_BFLOAT16, 4, qDims, nullptr);
@@ -303,8 +348,8 @@ class SimulatedRing {
       REQUIRE_CUDA(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
       st.streams = std::make_unique<cp::RingStreams>(context_.device().ordinal);
       ffpa::CallSnapshot snapshot = context_.snapshot();
-      st.forward = cp::planRing(context_, *snapshot.policy, true, fwdLocal, s.ranks, r, s.sharding);
-      st.backward = cp::planRing(context_, *snapshot.policy, true, bwdLocal, s.ranks, r, s.sharding);
+      st.forward = cp::planRing(context_, *snapshot.policy, true, fwdLocal, settings.slices, s.ranks, r, s.sharding);
+      st.backward = cp::planRing(context_, *snapshot.policy, true, bwdLocal, settings.slices, s.ranks, r, s.sharding);
       st.q = upload(shardOf(in.q, s, r), keep_);
       st.k = upload(shardOf(in.k, s, r), keep_);
       st.v = upload(shardOf(in.v, s, r), keep_);
@@ -476,6 +521,7 @@ AttentionProblem wholeProblem(const Shape& s, const std::vector<float>& sinks) {
                                        s.causal ? CausalMask::bottom_right : CausalMask::none);
   p.scale = default_scale(s.dim);
   p.sinks.assign(sinks.begin(), sinks.end());
+  for (const SliceRange& x : s.slices) p.slices.push_back({x.q0, x.q1, x.k0, x.k1, x.mask});
   return p;
 }
 
@@ -489,21 +535,39 @@ Outputs exactAttention(const Shape& s, const Inputs& in, const std::vector<float
   return e;
 }
 
+// Two log-sum-exps compared: the largest difference over the rows where both are finite, and the
+// rows where one only is -infinity (a row that sees no key has LSE = -infinity) or either is NaN.
+struct LseDifference {
+  double worst = 0.0;
+  int mismatched = 0;
+};
+LseDifference compareLse(const std::vector<double>& x, const std::vector<double>& ref) {
+  LseDifference d;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isnan(ref[i]) || std::isinf(x[i]) != std::isinf(ref[i])) {
+      ++d.mismatched;
+    } else if (!std::isinf(ref[i])) {
+      d.worst = std::max(d.worst, std::fabs(x[i] - ref[i]));
+    }
+  }
+  return d;
+}
+
 void checkRing(const Outputs& ring, const Outputs& plain, const Outputs& exact) {
   checkAgainst("O", ring.o, plain.o, exact.o);
   checkAgainst("dQ", ring.dq, plain.dq, exact.dq);
   checkAgainst("dK", ring.dk, plain.dk, exact.dk);
   checkAgainst("dV", ring.dv, plain.dv, exact.dv);
-  double worst = 0.0;
-  for (size_t i = 0; i < ring.lse.size(); ++i) worst = std::max(worst, std::fabs(ring.lse[i] - exact.lse[i]));
-  CHECK_MESSAGE(worst <= 1e-2, "largest LSE error ", worst);
+  const LseDifference lse = compareLse(ring.lse, exact.lse);
+  CHECK_MESSAGE(lse.worst <= 1e-2, "largest LSE error ", lse.worst);
+  CHECK_MESSAGE(lse.mismatched == 0, lse.mismatched, " rows with LSE NaN, or -infinity in one result only");
 }
 
 void runSimulatedRing(const Shape& s, uint64_t seed) {
   CAPTURE(s.text());
   HandleOwner owner;
   const Inputs in(s, seed);
-  const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
+  const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO, nullptr, nullptr, s.slices);
   SimulatedRing ring(owner.handle, s, in);
   ring.forward();
   ring.backward();  // with the ring's own O and LSE
@@ -560,6 +624,20 @@ TEST_CASE("context parallel: the ring of P = 2..8 simulated ranks equals attenti
 TEST_CASE("context parallel: a large head dimension and grouped queries on the simulated ring") {
   runSimulatedRing({4, cp::Sharding::Zigzag, true, 8, 2, 64, 512}, 99);
   runSimulatedRing({3, cp::Sharding::Contiguous, false, 4, 1, 48, 576}, 100);
+}
+
+TEST_CASE("context parallel: attention slices over the simulated ring, cut into one sliced call per step") {
+  // Documents cross the shards' borders, some steps see nothing, the last rows see no key.
+  uint64_t seed = 500;
+  for (int p = 2; p <= 4; ++p)
+    for (cp::Sharding sharding : {cp::Sharding::Contiguous, cp::Sharding::Zigzag}) {
+      Shape s{p, sharding, false, 4, 2, 96, 128};
+      s.slices = documentSlices(static_cast<int32_t>(s.local * p));
+      runSimulatedRing(s, seed++);
+    }
+  Shape large{3, cp::Sharding::Zigzag, false, 4, 1, 64, 512};
+  large.slices = documentSlices(64 * 3);
+  runSimulatedRing(large, seed);
 }
 
 TEST_CASE("context parallel: attention sinks on the ring, their gradient summed over the ranks") {
@@ -701,6 +779,17 @@ TEST_CASE("context parallel: an NCCL communicator of one rank equals the plain c
     REQUIRE_FFPA(ffpaGetContextParallelInfo(ring, &ranks, &rank, nullptr));
     CHECK(ranks == 1);
     CHECK(rank == 0);
+    // Slices through the ring of one rank: one sliced call, its result merged into an empty one.
+    const std::vector<SliceRange> documents = documentSlices(static_cast<int32_t>(n));
+    const Outputs plainSliced = plainAttention(owner.handle, false, q, k, v, dO, nullptr, nullptr, documents);
+    const Outputs slicedRing = plainAttention(owner.handle, false, q, k, v, dO, ring, nullptr, documents);
+    CHECK(relativeError(slicedRing.o, plainSliced.o) < 1e-2);
+    const LseDifference lse = compareLse(slicedRing.lse, plainSliced.lse);
+    CHECK(lse.worst <= 1e-4);
+    CHECK(lse.mismatched == 0);  // -infinity on the same rows: those that see nothing
+    CHECK(relativeError(slicedRing.dq, plainSliced.dq) < 2e-2);
+    CHECK(relativeError(slicedRing.dk, plainSliced.dk) < 2e-2);
+    CHECK(relativeError(slicedRing.dv, plainSliced.dv) < 2e-2);
     const Outputs plain = plainAttention(owner.handle, true, q, k, v, dO);
     const Outputs viaRing = plainAttention(owner.handle, true, q, k, v, dO, ring);
     if (sharding == FFPA_SHARDING_CONTIGUOUS) {

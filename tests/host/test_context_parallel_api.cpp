@@ -164,15 +164,60 @@ TEST_CASE("context parallel api: contiguous shards, no mask, and the shapes a ri
   REQUIRE_OK(ffpaSetAttentionDescriptorContextParallel(causal, zigzag));
   Problem odd(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 255, 255, 512, 512);
   CHECK_FAILS_WITH(odd.forwardWorkspace(h, causal, &bytes), FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, "must be even");
+}
 
-  // Slices and context parallelism do not combine yet.
+TEST_CASE("context parallel api: slices mask the whole sequence, cut into one sliced call per step") {
+  Handle h;
+  Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 256, 256, 512, 512);  // 2 ranks of 256 tokens
+  Attention attn;
+  Ring ring(h, 2, 0, FFPA_SHARDING_ZIGZAG);  // rank 0: global chunks [0, 128) and [384, 512)
+  REQUIRE_OK(ffpaSetAttentionDescriptorContextParallel(attn, ring));
   ffpaAttentionSlices_t slices = nullptr;
   REQUIRE_OK(ffpaCreateAttentionSlices(h, &slices));
-  const int32_t offsets[] = {0, 100, 256};
-  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, offsets, nullptr, FFPA_SLICE_MASK_FULL));
+  // Two causal documents of the whole sequence, [0, 200) and [200, 512): past one rank's rows.
+  const int32_t documents[] = {0, 200, 512};
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, documents, nullptr, FFPA_SLICE_MASK_CAUSAL));
   REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
-  CHECK_FAILS_WITH(same.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_NOT_SUPPORTED,
-                   "both attention slices and a context-parallel communicator");
+  const Described fwd = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
+  REQUIRE_MESSAGE(fwd.status == FFPA_STATUS_SUCCESS, fwd.text);
+  // Step 0: each chunk against itself; step 1 (chunks 1 and 2 of rank 1): chunk 3's rows see
+  // document 1's keys [200, 384), local keys [72, 256).
+  CHECK_MESSAGE(has(fwd.text, "step 0: K/V of rank 0\n  queries [0, 256) keys [0, 256) 2 slices: sm80.forward"),
+                fwd.text);
+  CHECK(has(fwd.text, "step 1: K/V of rank 1\n  queries [128, 256) keys [72, 256) 2 slices: sm80.forward"));
+  const Described bwd = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
+  REQUIRE_MESSAGE(bwd.status == FFPA_STATUS_SUCCESS, bwd.text);
+  CHECK(has(bwd.text, "step 1: K/V of rank 1\n  queries [128, 256) keys [72, 256) 2 slices: "));
+  size_t ringBytes = 0, plainBytes = 0;
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &ringBytes));
+  Attention plain;
+  REQUIRE_OK(p.forwardWorkspace(h, plain, &plainBytes));
+  CHECK(ringBytes > plainBytes);
+
+  // New slices on the same shapes give a new ring plan: documents inside each rank's chunks
+  // leave rank 1's block unseen.
+  const int32_t chunks[] = {0, 128, 384, 512};
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 3, chunks, nullptr, FFPA_SLICE_MASK_FULL));
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  const Described local = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
+  CHECK_MESSAGE(has(local.text, "step 0: K/V of rank 0\n  queries [0, 256) keys [0, 256) 2 slices: "), local.text);
+  CHECK(has(local.text, "step 1: K/V of rank 1, nothing seen\n"));
+
+  // The slices may reach past the local rows, not past the whole sequence.
+  const int32_t tooLong[] = {0, 200, 513};
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, tooLong, nullptr, FFPA_SLICE_MASK_CAUSAL));
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  size_t bytes = 0;
+  CHECK_FAILS_WITH(p.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+                   "reach query row 512 but qDesc has Nq = 256 rows on each of 2 context-parallel ranks");
+  // A causal mode with slices is refused as in a plain call.
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, nullptr));
+  Attention causal(FFPA_CAUSAL_BOTTOM_RIGHT);
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, documents, nullptr, FFPA_SLICE_MASK_CAUSAL));
+  REQUIRE_OK(ffpaSetAttentionDescriptorContextParallel(causal, ring));
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(causal, slices));
+  CHECK_FAILS_WITH(p.forwardWorkspace(h, causal, &bytes), FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
+                   "the slices are the mask");
   ffpaDestroyAttentionSlices(slices);
 }
 

@@ -157,22 +157,37 @@ func TestCausalZigzagRingPlans(t *testing.T) {
 	}
 }
 
-func TestContextParallelAndSlicesDoNotCombine(t *testing.T) {
+func TestSlicesMaskTheWholeSequenceOfARing(t *testing.T) {
 	h := describedHandle(t)
 	s, err := h.NewAttentionSlices()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.SetFromOffsets([]int32{0, 100, 256}, nil, SliceFull); err != nil {
+	// Two causal documents of the whole sequence of 2 x 256 tokens: [0, 200) and [200, 512).
+	if err := s.SetFromOffsets([]int32{0, 200, 512}, nil, SliceCausal); err != nil {
 		t.Fatal(err)
 	}
-	p := forwardProblem(Float16, 1, 4, 4, 256, 256, 512)
-	p.Attention = AttentionDesc{Slices: s, ContextParallel: describedRing(t, h, 3, 2, ShardingContiguous)}
-	_, err = h.ForwardWorkspaceSize(p)
-	wantError(t, err, StatusNotSupported, "both attention slices")
-	p.Attention.Slices = nil
-	if _, err := h.ForwardWorkspaceSize(p); err != nil {
-		t.Errorf("without slices: %v", err)
+	p := forwardProblem(BFloat16, 1, 8, 8, 256, 256, 512)
+	// Rank 0 of a zigzag ring holds global tokens [0, 128) and [384, 512).
+	p.Attention = AttentionDesc{Slices: s, ContextParallel: describedRing(t, h, 2, 0, ShardingZigzag)}
+	text, err := h.DescribeForwardPlan(p)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, want := range []string{
+		"step 0: K/V of rank 0\n  queries [0, 256) keys [0, 256) 2 slices: ",
+		// Chunk 3's rows see document 1's keys [200, 384) of rank 1: local keys [72, 256).
+		"step 1: K/V of rank 1\n  queries [128, 256) keys [72, 256) 2 slices: ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("sliced ring plan lacks %q:\n%s", want, text)
+		}
+	}
+	// The slices may reach past the local rows, not past the whole sequence.
+	if err := s.SetFromOffsets([]int32{0, 200, 513}, nil, SliceCausal); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.ForwardWorkspaceSize(p)
+	wantError(t, err, StatusBadParamShapeMismatch, "on each of 2 context-parallel ranks")
 }

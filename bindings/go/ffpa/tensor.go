@@ -102,8 +102,8 @@ type AttentionDesc struct {
 	Slices *AttentionSlices
 	// ContextParallel, when not nil, makes each call that of one rank of a
 	// context-parallel ring: the tensors describe the rank's local shards and
-	// Causal is the mask over the whole sequence. It cannot be combined with
-	// Slices (StatusNotSupported).
+	// Causal, or Slices (global token positions, up to ranks * n), is the mask
+	// over the whole sequence.
 	ContextParallel *ContextParallel
 }
 

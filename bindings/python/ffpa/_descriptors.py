@@ -141,8 +141,8 @@ class AttentionDesc(Owned):
         are then those of one rank of the ring, with tensor descriptors of the rank's local
         shards, and any causal mode masks the whole sequence (token i sees token j when
         j <= i). The descriptor keeps its own reference: closing ``cp`` afterwards is fine.
-        Slices and context parallelism cannot be combined yet (the calls raise
-        :class:`NotSupportedError`)."""
+        Slices on the same descriptor mask the whole sequence (global token positions, up to
+        ``ranks * n``)."""
         check(library().ffpaSetAttentionDescriptorContextParallel(self, cp))
 
     def __repr__(self):

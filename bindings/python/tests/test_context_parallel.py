@@ -137,13 +137,20 @@ def test_a_causal_ring_needs_as_many_queries_as_keys(described):
     assert plan.text.count("  queries [0, 100) keys [0, 300) full: ") == 3
 
 
-def test_slices_and_context_parallel_do_not_combine(described):
-    shards = local_shards(n=256, heads=4)
+def test_slices_mask_the_whole_sequence_of_a_ring(described):
+    shards = local_shards(n=256, heads=8)  # 2 ranks of 256 tokens
     attn = ffpa.AttentionDesc()
-    attn.set_context_parallel(ffpa.ContextParallel.for_description(described, 3, 2, "contiguous"))
-    attn.set_slices(ffpa.AttentionSlices(described).set_from_offsets([0, 100, 256]))
-    with pytest.raises(ffpa.NotSupportedError, match="both attention slices") as caught:
+    # Rank 0 of a zigzag ring holds global tokens [0, 128) and [384, 512).
+    attn.set_context_parallel(ffpa.ContextParallel.for_description(described, 2, 0, "zigzag"))
+    slices = ffpa.AttentionSlices(described)
+    # Two causal documents of the whole sequence: [0, 200) and [200, 512).
+    attn.set_slices(slices.set_from_offsets([0, 200, 512], mask=ffpa.SliceMask.CAUSAL))
+    text = described.describe_forward_plan(attn, *shards).text
+    assert "step 0: K/V of rank 0\n  queries [0, 256) keys [0, 256) 2 slices: " in text
+    # Chunk 3's rows see document 1's keys [200, 384) of rank 1: local keys [72, 256).
+    assert "step 1: K/V of rank 1\n  queries [128, 256) keys [72, 256) 2 slices: " in text
+    # The slices may reach past the local rows, not past the whole sequence.
+    attn.set_slices(slices.set_from_offsets([0, 200, 513], mask=ffpa.SliceMask.CAUSAL))
+    with pytest.raises(ffpa.BadParamError, match="on each of 2 context-parallel ranks") as caught:
         described.forward_workspace_size(attn, *shards)
-    assert caught.value.status is ffpa.Status.NOT_SUPPORTED
-    attn.set_slices(None)
-    assert "context parallel: rank 2 of 3" in described.describe_forward_plan(attn, *shards).text
+    assert caught.value.status is ffpa.Status.BAD_PARAM_SHAPE_MISMATCH

@@ -34,8 +34,8 @@ pub struct ContextParallelInfo {
 /// sequence. [`shard`](ContextParallel::shard) says which tokens of it a rank holds.
 ///
 /// Every rank must make the same calls with the same shapes in the same order, as with any NCCL
-/// collective. Attention slices and context parallelism cannot be combined yet
-/// ([`Status::NOT_SUPPORTED`]).
+/// collective. Attention slices on the same descriptor mask the whole sequence: their rows and
+/// keys are global token positions (up to `ranks * n`).
 pub struct ContextParallel {
     raw: NonNull<sys::ffpaContextParallelStruct>,
 }

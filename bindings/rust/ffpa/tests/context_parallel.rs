@@ -140,22 +140,34 @@ fn a_causal_zigzag_ring_plans_its_steps_and_needs_more_workspace() {
 }
 
 #[test]
-fn slices_and_context_parallelism_do_not_combine() {
+fn slices_mask_the_whole_sequence_of_a_ring() {
     let handle = planner();
-    let p = Problem::new(DataType::Float16, 1, 4, 256, 512);
+    let p = Problem::new(DataType::BFloat16, 1, 8, 256, 512); // 2 ranks of 256 tokens
     let t = forward_tensors(&p);
     let mut attn = AttentionDesc::new().unwrap();
-    let ring = ContextParallel::for_description(&handle, 3, 2, Sharding::Contiguous).unwrap();
+    // Rank 0 of a zigzag ring holds global tokens [0, 128) and [384, 512).
+    let ring = ContextParallel::for_description(&handle, 2, 0, Sharding::Zigzag).unwrap();
     attn.set_context_parallel(Some(&ring)).unwrap();
-    assert!(handle.forward_workspace_size(&attn, &t).is_ok(), "the ring alone plans");
+    // Two causal documents of the whole sequence: [0, 200) and [200, 512).
     let mut slices = AttentionSlices::new(&handle).unwrap();
-    slices.set_from_offsets(&[0, 100, 256], None, SliceMask::Full).unwrap();
+    slices.set_from_offsets(&[0, 200, 512], None, SliceMask::Causal).unwrap();
+    attn.set_slices(Some(&slices)).unwrap();
+    let text = handle.describe_forward_plan(&attn, &t).unwrap();
+    assert!(
+        text.contains("step 0: K/V of rank 0\n  queries [0, 256) keys [0, 256) 2 slices: "),
+        "{text}"
+    );
+    // Rank 1's block: chunk 3's rows see document 1's keys [200, 384), local keys [72, 256).
+    assert!(
+        text.contains("step 1: K/V of rank 1\n  queries [128, 256) keys [72, 256) 2 slices: "),
+        "{text}"
+    );
+    // The slices may reach past the local rows, not past the whole sequence.
+    slices.set_from_offsets(&[0, 200, 513], None, SliceMask::Causal).unwrap();
     attn.set_slices(Some(&slices)).unwrap();
     assert_error(
         handle.forward_workspace_size(&attn, &t),
-        Status::NOT_SUPPORTED,
-        &["both attention slices and a context-parallel communicator"],
+        Status::BAD_PARAM_SHAPE_MISMATCH,
+        &["on each of 2 context-parallel ranks"],
     );
-    attn.set_context_parallel(None).unwrap();
-    assert!(handle.forward_workspace_size(&attn, &t).is_ok(), "the slices alone plan");
 }

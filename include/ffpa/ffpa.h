@@ -957,8 +957,10 @@ FFPA_API ffpaStatus_t ffpaSetAttentionSlicesFromOffsets(ffpaAttentionSlices_t sl
  * Facts about a slice list, each output optional (NULL skips it).
  * @param slices            The list.
  * @param[out] count        Number of slices.
- * @param[out] queryExtent  One past the last query row any slice covers: Nq must be at least this.
- * @param[out] keyExtent    One past the last key any slice covers: Nkv must be at least this.
+ * @param[out] queryExtent  One past the last query row any slice covers: Nq must be at least this
+ *                          (Nq times the ranks, with context parallelism).
+ * @param[out] keyExtent    One past the last key any slice covers: Nkv must be at least this
+ *                          (Nkv times the ranks, with context parallelism).
  * @param[out] visiblePairs Number of (query, key) pairs the slices let attend (per batch entry
  *                          and head): the forward does `2 * visiblePairs * (Dqk + Dv)` FLOPs per
  *                          head.
@@ -1320,7 +1322,8 @@ FFPA_API ffpaStatus_t ffpaAttentionSinksBackward(ffpaHandle_t handle, const floa
  *   sums its dQ in fp32;
  * - the attention descriptor's causal mode is the mask over the whole sequence: any causal mode
  *   means "token i sees token j when j <= i" (Q and K/V are sharded alike, so local Nq = Nkv);
- *   FFPA_CAUSAL_NONE lets every token see every token (then local Nq and Nkv may differ);
+ *   FFPA_CAUSAL_NONE lets every token see every token (then local Nq and Nkv may differ), unless
+ *   slices are attached (below);
  * - #FFPA_SHARDING_ZIGZAG balances causal work: the sequence is cut into `2P` chunks and rank
  *   `r` holds chunks `r` and `2P - 1 - r`, so that every rank computes the same number of
  *   visible pairs (ffpaGetContextParallelShard() says which tokens a rank holds).
@@ -1333,13 +1336,14 @@ FFPA_API ffpaStatus_t ffpaAttentionSinksBackward(ffpaHandle_t handle, const floa
  * Attention slices (the `slices` group) attached to the same descriptor mask the **whole**
  * sequence: their query rows and keys are global token positions (`0` to `P * n`, Nq or Nkv of
  * the local descriptors times `P`), in place of the causal mode (which must then be
- * FFPA_CAUSAL_NONE). Each rank cuts them, once per slice list and shape, into the slices of each
- * ring step (its local queries against the block it holds: one sliced call over the rows and keys
- * those reach, none when the step sees nothing) and copies those to the device: that first call,
- * or better the workspace query before it, synchronizes like ffpaSetAttentionSlices(); later calls
- * with the same attached list do not. The object keeps the cut slices of the last 8 lists it saw.
- * A row that sees no key over the whole sequence gets O = 0 and LSE = -infinity, as in a plain
- * sliced call.
+ * FFPA_CAUSAL_NONE). Each rank cuts them into the slices of each ring step (its local queries
+ * against the block it holds: one sliced call over the rows and keys those reach, none when the
+ * step sees nothing) and copies those to the device, once per slice list and local shape: the
+ * first call that meets them (the workspace query or plan description, which should come first,
+ * or else the forward or backward itself) allocates and synchronizes like
+ * ffpaSetAttentionSlices(). The cut lives as long as the list, so later calls with it, and CUDA
+ * graphs captured with it, neither allocate nor synchronize. A row that sees no key over the whole
+ * sequence gets O = 0 and LSE = -infinity, as in a plain sliced call.
  *
  * Attention sinks need no exchange: every rank holds whole rows, so each applies the sinks to its
  * own O and LSE (ffpaAttentionApplySinks()) after the forward and passes the adjusted ones to the

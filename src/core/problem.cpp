@@ -95,13 +95,17 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
             "; the slices are the mask: set FFPA_CAUSAL_NONE, or detach the slices");
     // Over a context-parallel sequence the slices mask the whole sequence: P shards of Nq rows.
     const int64_t shards = attn.contextParallel ? attn.contextParallel->ranks() : 1;
-    const std::string ofShards = shards > 1 ? cat(" on each of ", shards, " context-parallel ranks") : "";
-    require(attn.slices->queryExtent() <= p.seqQ * shards, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
-            "attn's slices reach query row ", attn.slices->queryExtent() - 1, " but qDesc has Nq = ",
-            p.seqQ, " rows", ofShards);
-    require(attn.slices->keyExtent() <= p.seqKv * shards, FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
-            "attn's slices reach key ", attn.slices->keyExtent() - 1, " but kDesc has Nkv = ",
-            p.seqKv, " keys", ofShards);
+    const auto ofShards = [shards] {
+      return shards > 1 ? cat(" on each of ", shards, " context-parallel ranks") : std::string();
+    };
+    if (attn.slices->queryExtent() > p.seqQ * shards) {
+      fail(FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, cat("attn's slices reach query row ", attn.slices->queryExtent() - 1,
+                                                     " but qDesc has Nq = ", p.seqQ, " rows", ofShards()));
+    }
+    if (attn.slices->keyExtent() > p.seqKv * shards) {
+      fail(FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, cat("attn's slices reach key ", attn.slices->keyExtent() - 1,
+                                                     " but kDesc has Nkv = ", p.seqKv, " keys", ofShards()));
+    }
     p.slices = attn.slices.get();
   }
   p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));

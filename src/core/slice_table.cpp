@@ -258,6 +258,16 @@ void SliceTable::upload(int32_t ordinal) {
   deviceView_ = view;
 }
 
+std::shared_ptr<const void> SliceTable::derived(const DerivedKey& key,
+                                                const std::function<std::shared_ptr<const void>()>& make) const {
+  std::lock_guard<std::mutex> lock(derivedMutex_);
+  for (const auto& [k, value] : derived_) {
+    if (k == key) return value;
+  }
+  derived_.emplace_back(key, make());
+  return derived_.back().second;
+}
+
 SliceView SliceTable::deviceView(int32_t ordinal, const char* argument) const {
   require(device_ != nullptr, FFPA_STATUS_BAD_PARAM, argument,
           " carries slices made with a handle that has no device (ffpaCreateForDevice); create "

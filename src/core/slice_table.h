@@ -6,7 +6,12 @@
 
 #include "common/slice_mask.h"
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 namespace ffpa::slices {
@@ -24,6 +29,14 @@ class SliceTable {
   void upload(int32_t ordinal);
   // The device the table was copied to, or -1 (made for a handle without a device).
   int32_t deviceOrdinal() const { return deviceOrdinal_; }
+
+  // Data derived from this table under `key` (a context-parallel ring's slices per step, for one
+  // ring shape), made by `make()` on first use and then kept as long as the table: calls that
+  // read the table, graphs captured with it included, may read these too. Thread-safe; `make`
+  // runs under the table's lock and may throw (nothing is kept then).
+  using DerivedKey = std::array<int64_t, 6>;
+  std::shared_ptr<const void> derived(const DerivedKey& key,
+                                      const std::function<std::shared_ptr<const void>()>& make) const;
 
   const std::vector<SliceRange>& slices() const { return slices_; }
   int64_t queryExtent() const { return queryExtent_; }
@@ -59,6 +72,8 @@ class SliceTable {
   int64_t queryExtent_ = 0;
   int64_t keyExtent_ = 0;
   int64_t visiblePairs_ = 0;
+  mutable std::mutex derivedMutex_;
+  mutable std::vector<std::pair<DerivedKey, std::shared_ptr<const void>>> derived_;
   void* device_ = nullptr;  // slices, segment starts, cover offsets, cover: one allocation
   SliceView deviceView_;
   int32_t deviceOrdinal_ = -1;

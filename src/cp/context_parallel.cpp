@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+
 namespace ffpa::cp {
 
 ContextParallel::ContextParallel(int32_t deviceOrdinal, int32_t ranks, int32_t rank, Sharding sharding,
@@ -15,19 +17,31 @@ std::shared_ptr<const RingPlan> ContextParallel::plan(Context& context, const Po
                                                       const AttentionProblem& local,
                                                       std::shared_ptr<const slices::SliceTable> slices) {
   const RingKey key{PlanKey::make(local, policy, context.device()), slices.get()};
+  // The most recently used sliced key goes last.
+  const auto touch = [this](const RingKey& used) {
+    const auto at = std::find(slicedKeys_.begin(), slicedKeys_.end(), used);
+    if (at != slicedKeys_.end()) slicedKeys_.erase(at);
+    slicedKeys_.push_back(used);
+  };
   {
     std::lock_guard<std::mutex> lock(plansMutex_);
     auto found = plans_.find(key);
-    if (found != plans_.end()) return found->second;
+    if (found != plans_.end()) {
+      if (key.slices != nullptr) touch(key);
+      return found->second;
+    }
   }
   auto fresh = std::make_shared<const RingPlan>(
       planRing(context, policy, mayTune, local, std::move(slices), ranks_, rank_, sharding_));
+  std::shared_ptr<const RingPlan> evicted;  // released after the lock: it may hold the last list
   std::lock_guard<std::mutex> lock(plansMutex_);
-  auto [entry, made] = plans_.emplace(key, std::move(fresh));
-  if (made && key.slices != nullptr) {
-    slicedKeys_.push_back(key);
+  auto entry = plans_.emplace(key, std::move(fresh)).first;
+  if (key.slices != nullptr) {
+    touch(key);
     if (slicedKeys_.size() > kSlicedPlansKept) {
-      plans_.erase(slicedKeys_.front());  // calls holding it keep their shared_ptr
+      auto oldest = plans_.find(slicedKeys_.front());
+      evicted = std::move(oldest->second);
+      plans_.erase(oldest);
       slicedKeys_.pop_front();
     }
   }

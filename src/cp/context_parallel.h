@@ -28,13 +28,14 @@ class ContextParallel {
   Sharding sharding() const { return sharding_; }
 
   // The ring plan of `local` on `context` under `policy` (masked by `slices` when local.slices
-  // is set): planned on first use, then kept (a lookup allocates nothing). The plans of the last
-  // kSlicedPlansKept slice lists are kept, each with its list: a new list, as a packed batch of
-  // other lengths brings, is cut and copied to the device once, by its first call.
+  // is set): planned on first use, then kept (a lookup allocates nothing). Sliced plans depend on
+  // their list too: the kSlicedPlansKept most recently used are kept, each holding its list. (The
+  // steps' cut slices live with the list itself, so an evicted plan is made again on the host
+  // only, and graphs captured with the list keep what they read.)
   std::shared_ptr<const RingPlan> plan(Context& context, const Policy& policy, bool mayTune,
                                        const AttentionProblem& local,
                                        std::shared_ptr<const slices::SliceTable> slices);
-  static constexpr size_t kSlicedPlansKept = 8;
+  static constexpr size_t kSlicedPlansKept = 16;
 
   // Enqueues one call of this rank on `snapshot.stream` (forward or backward as the plan says).
   // One call at a time per object: the streams and events are the object's. Throws ffpa::Error:
@@ -63,7 +64,7 @@ class ContextParallel {
   };
   std::mutex plansMutex_;
   std::unordered_map<RingKey, std::shared_ptr<const RingPlan>, RingKeyHash> plans_;
-  std::deque<RingKey> slicedKeys_;  // the sliced plans kept, oldest first
+  std::deque<RingKey> slicedKeys_;  // the sliced plans kept, least recently used first
   std::mutex executeMutex_;
 };
 

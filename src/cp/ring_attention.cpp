@@ -80,21 +80,28 @@ void layOut(RingPlan& plan, size_t kernelBytes) {
 }
 
 // A sliced ring: each step one sliced call over the rows and keys its slices reach (none when
-// the step sees nothing), its table checked like the caller's and copied where theirs is.
-void cutSlices(RingPlan& plan) {
-  const int32_t ordinal = plan.slices->deviceOrdinal();
-  for (Step& step : plan.steps) {
-    StepSlices cut = stepSlices(plan.slices->slices(), plan.shape, step.source);
-    step.blocks.clear();
-    if (cut.slices.empty()) {
-      plan.stepSlices.push_back(nullptr);
-      continue;
+// the step sees nothing), its table checked like the caller's and copied where theirs is. Cut
+// once per ring shape and kept with the slice list, whose users (graphs included) may read it.
+std::shared_ptr<const RingCut> cutOf(const slices::SliceTable& global, const RingShape& shape,
+                                     const std::vector<Step>& steps) {
+  constexpr int64_t kRingCutTag = 0x52494e47;  // "RING": the kind of derived data
+  const slices::SliceTable::DerivedKey key{kRingCutTag, shape.ranks, shape.rank,
+                                           static_cast<int64_t>(shape.sharding), shape.localQueries,
+                                           shape.localKeys};
+  const auto make = [&]() -> std::shared_ptr<const void> {
+    auto cut = std::make_shared<RingCut>();
+    for (const Step& step : steps) {
+      StepSlices pieces = stepSlices(global.slices(), shape, step.source);
+      RingCut::StepCut& s = cut->steps.emplace_back();
+      if (pieces.slices.empty()) continue;
+      auto table = std::make_unique<slices::SliceTable>(std::move(pieces.slices));
+      if (global.deviceOrdinal() >= 0) table->upload(global.deviceOrdinal());
+      s.block = {pieces.queries, pieces.keys, false};
+      s.table = std::move(table);
     }
-    auto table = std::make_unique<slices::SliceTable>(std::move(cut.slices));
-    if (ordinal >= 0) table->upload(ordinal);
-    step.blocks.push_back({cut.queries, cut.keys, false});
-    plan.stepSlices.push_back(std::move(table));
-  }
+    return cut;
+  };
+  return std::static_pointer_cast<const RingCut>(global.derived(key, make));
 }
 
 }  // namespace
@@ -114,13 +121,20 @@ RingPlan planRing(Context& context, const Policy& policy, bool mayTune, const At
   plan.shape = {ranks, rank, sharding, local.causal != FFPA_CAUSAL_NONE, local.seqQ, local.seqKv};
   plan.steps = ringSchedule(plan.shape);
   plan.dense = denseStridesOf(local);
-  if (plan.slices) cutSlices(plan);
+  if (plan.slices) {
+    plan.cut = cutOf(*plan.slices, plan.shape, plan.steps);
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const RingCut::StepCut& step = plan.cut->steps[s];
+      plan.steps[s].blocks.clear();
+      if (step.table) plan.steps[s].blocks.push_back(step.block);
+    }
+  }
   size_t kernelBytes = 0;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     std::vector<BlockCall> calls;
     for (const Block& block : plan.steps[s].blocks) {
       BlockCall call{block, blockProblem(plan, block), nullptr};
-      if (plan.slices) call.problem.slices = plan.stepSlices[s].get();
+      if (plan.cut) call.problem.slices = plan.cut->steps[s].table.get();
       call.plan = context.plan(call.problem, policy, mayTune);
       kernelBytes = std::max(kernelBytes, call.plan->workspaceBytes);
       calls.push_back(std::move(call));

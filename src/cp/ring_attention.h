@@ -53,16 +53,26 @@ struct BlockCall {
   std::shared_ptr<const Plan> plan;
 };
 
+// The slices of every step of one ring shape, cut from a slice list (cp/ring_slices.h) and kept
+// with it (SliceTable::derived): one sliced call per step, or none where the step sees nothing.
+struct RingCut {
+  struct StepCut {
+    Block block;                                          // the call's rows and keys
+    std::unique_ptr<const slices::SliceTable> table;      // null: the step sees nothing
+  };
+  std::vector<StepCut> steps;
+};
+
 struct RingPlan {
   Direction direction = Direction::Forward;
   AttentionProblem local;  // the rank's problem, as its descriptors give it
   RingShape shape;
   std::vector<Step> steps;
   std::vector<std::vector<BlockCall>> calls;  // per step, per block
-  // The slices masking the whole sequence (null: the causal mode does), kept alive with the
-  // tables cut from them for the steps (see cp/ring_slices.h), which the calls point to.
+  // The slices masking the whole sequence (null: the causal mode does), and the steps' cut of
+  // them, which the calls point to.
   std::shared_ptr<const slices::SliceTable> slices;
-  std::vector<std::unique_ptr<const slices::SliceTable>> stepSlices;
+  std::shared_ptr<const RingCut> cut;
   // Workspace offsets. Forward: kv[2], partialO, partialLse, runO, runLse. Backward: kv[2], dq
   // (scratch, the tensors' type), dkv (scratch), dqSum, kvPartial, kvSum[2] (fp32).
   size_t kv[2] = {}, partialO = 0, partialLse = 0, runO = 0, runLse = 0;
@@ -86,9 +96,10 @@ struct RingPlan {
 
 // The ring plan of a rank whose local problem is `local` (checked as for a plain call; its mask
 // is the global one: `slices`, the table local.slices points to, or the causal mode). Plans every
-// block through `context` (so also sizes and describes on a described device); cuts and checks
-// the steps' slices, copying them to the device the global slices are on (synchronous, as
-// ffpaSetAttentionSlices). Throws ffpa::Error.
+// block through `context` (so also sizes and describes on a described device). The steps'
+// slices are cut, checked and copied to the device the global slices are on (synchronous, as
+// ffpaSetAttentionSlices) by the first plan of a ring shape over a slice list, forward or
+// backward; later plans reuse that cut. Throws ffpa::Error.
 RingPlan planRing(Context& context, const Policy& policy, bool mayTune, const AttentionProblem& local,
                   std::shared_ptr<const slices::SliceTable> slices, int32_t ranks, int32_t rank,
                   Sharding sharding);

@@ -696,11 +696,13 @@ TEST_CASE("context parallel: attention sinks on the ring, their gradient summed 
   }
 }
 
-TEST_CASE("context parallel: the simulated ring's forward and backward captured in one CUDA graph") {
-  // Every rank's stream joins the capture from one origin stream; their exchange streams join
-  // through the ring's own events. The graph, launched twice on poisoned outputs and workspaces,
-  // gives the bits of the direct run (the kernels are deterministic).
-  const Shape s{4, cp::Sharding::Zigzag, true, 4, 2, 32, 256};
+namespace {
+
+// Every rank's stream joins the capture from one origin stream; their exchange streams join
+// through the ring's own events. The graph, launched twice on poisoned outputs and workspaces,
+// gives the bits of the direct run (the kernels are deterministic).
+void checkCapturedRing(const Shape& s) {
+  CAPTURE(s.text());
   HandleOwner owner;
   const int32_t on = 1;
   REQUIRE_FFPA(ffpaSetPolicy(owner.handle, FFPA_POLICY_DETERMINISTIC, &on, sizeof on));
@@ -709,7 +711,7 @@ TEST_CASE("context parallel: the simulated ring's forward and backward captured 
   ring.forward();
   ring.backward();
   const Outputs direct = ring.gather();
-  const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO);
+  const Outputs plain = plainAttention(owner.handle, s.causal, in.q, in.k, in.v, in.dO, nullptr, nullptr, s.slices);
   checkRing(direct, plain, exactAttention(s, in, {}));
 
   ring.poison();
@@ -756,6 +758,16 @@ TEST_CASE("context parallel: the simulated ring's forward and backward captured 
     CHECK(sameBits(replayed.dk, direct.dk));
     CHECK(sameBits(replayed.dv, direct.dv));
   }
+}
+
+}  // namespace
+
+TEST_CASE("context parallel: the simulated ring's forward and backward captured in one CUDA graph") {
+  checkCapturedRing({4, cp::Sharding::Zigzag, true, 4, 2, 32, 256});
+  // Sliced: the steps' cut slices, made when the ring was planned, are what the graph reads.
+  Shape sliced{3, cp::Sharding::Zigzag, false, 4, 2, 64, 256};
+  sliced.slices = documentSlices(64 * 3);
+  checkCapturedRing(sliced);
 }
 
 #if FFPA_HAVE_NCCL

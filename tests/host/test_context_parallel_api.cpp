@@ -203,6 +203,17 @@ TEST_CASE("context parallel api: slices mask the whole sequence, cut into one sl
   CHECK_MESSAGE(has(local.text, "step 0: K/V of rank 0\n  queries [0, 256) keys [0, 256) 2 slices: "), local.text);
   CHECK(has(local.text, "step 1: K/V of rank 1, nothing seen\n"));
 
+  // More lists than the object keeps ring plans of: the first comes back planned alike.
+  for (int32_t end = 300; end < 320; ++end) {
+    const int32_t other[] = {0, 100, end};
+    REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, other, nullptr, FFPA_SLICE_MASK_CAUSAL));
+    REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+    REQUIRE(describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse).status == FFPA_STATUS_SUCCESS);
+  }
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 3, chunks, nullptr, FFPA_SLICE_MASK_FULL));
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  CHECK(describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse).text == local.text);
+
   // The slices may reach past the local rows, not past the whole sequence.
   const int32_t tooLong[] = {0, 200, 513};
   REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, tooLong, nullptr, FFPA_SLICE_MASK_CAUSAL));

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -290,3 +291,22 @@ TEST_CASE("slices: offsets of a packed batch give one slice per sequence with qu
   fails([&] { ffpa::slices::slicesFromOffsets(2, empty, nullptr, 0); }, "at least one must have both");
   fails([&] { ffpa::slices::slicesFromOffsets(1, queries, nullptr, 7); }, "mask is 7");
 }
+
+TEST_CASE("slice table: derived data is made once per key and kept with the table") {
+  const SliceTable table({{0, 8, 0, 8, FFPA_SLICE_MASK_CAUSAL}});
+  int made = 0;
+  const auto make = [&made]() -> std::shared_ptr<const void> { return std::make_shared<int>(++made); };
+  const SliceTable::DerivedKey first{1, 4, 0, 1, 8, 8}, second{1, 4, 1, 1, 8, 8};
+  const auto a = table.derived(first, make);
+  CHECK(table.derived(first, make) == a);  // the same object, not made again
+  CHECK(made == 1);
+  const auto b = table.derived(second, make);
+  CHECK(b != a);
+  CHECK(*std::static_pointer_cast<const int>(b) == 2);
+  // A make that throws keeps nothing: the next use makes it.
+  const SliceTable::DerivedKey third{1, 4, 2, 1, 8, 8};
+  CHECK_THROWS_AS(table.derived(third, []() -> std::shared_ptr<const void> { throw ffpa::Error(FFPA_STATUS_BAD_PARAM, "no"); }),
+                  ffpa::Error);
+  CHECK(*std::static_pointer_cast<const int>(table.derived(third, make)) == 3);
+}
+

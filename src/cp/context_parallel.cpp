@@ -2,8 +2,6 @@
 
 #include "core/error.h"
 
-#include <algorithm>
-
 namespace ffpa::cp {
 
 ContextParallel::ContextParallel(int32_t deviceOrdinal, int32_t ranks, int32_t rank, Sharding sharding,
@@ -17,35 +15,33 @@ std::shared_ptr<const RingPlan> ContextParallel::plan(Context& context, const Po
                                                       const AttentionProblem& local,
                                                       std::shared_ptr<const slices::SliceTable> slices) {
   const RingKey key{PlanKey::make(local, policy, context.device()), slices.get()};
-  // The most recently used sliced key goes last.
-  const auto touch = [this](const RingKey& used) {
-    const auto at = std::find(slicedKeys_.begin(), slicedKeys_.end(), used);
-    if (at != slicedKeys_.end()) slicedKeys_.erase(at);
-    slicedKeys_.push_back(used);
-  };
   {
     std::lock_guard<std::mutex> lock(plansMutex_);
     auto found = plans_.find(key);
     if (found != plans_.end()) {
-      if (key.slices != nullptr) touch(key);
-      return found->second;
+      found->second.lastUse = ++uses_;
+      return found->second.plan;
     }
   }
   auto fresh = std::make_shared<const RingPlan>(
       planRing(context, policy, mayTune, local, std::move(slices), ranks_, rank_, sharding_));
   std::shared_ptr<const RingPlan> evicted;  // released after the lock: it may hold the last list
   std::lock_guard<std::mutex> lock(plansMutex_);
-  auto entry = plans_.emplace(key, std::move(fresh)).first;
-  if (key.slices != nullptr) {
-    touch(key);
-    if (slicedKeys_.size() > kSlicedPlansKept) {
-      auto oldest = plans_.find(slicedKeys_.front());
-      evicted = std::move(oldest->second);
+  auto [entry, made] = plans_.emplace(key, Kept{std::move(fresh), ++uses_});
+  if (made && key.slices != nullptr) {
+    size_t sliced = 0;
+    auto oldest = plans_.end();
+    for (auto at = plans_.begin(); at != plans_.end(); ++at) {
+      if (at->first.slices == nullptr) continue;
+      ++sliced;
+      if (oldest == plans_.end() || at->second.lastUse < oldest->second.lastUse) oldest = at;
+    }
+    if (sliced > kSlicedPlansKept) {
+      evicted = std::move(oldest->second.plan);
       plans_.erase(oldest);
-      slicedKeys_.pop_front();
     }
   }
-  return entry->second;
+  return entry->second.plan;
 }
 
 void ContextParallel::execute(const Context& context, const CallSnapshot& snapshot, const RingPlan& plan,

@@ -8,7 +8,6 @@
 #include "cp/ring_schedule.h"
 #include "cp/transport.h"
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -62,9 +61,15 @@ class ContextParallel {
       return k.problem.hash() ^ (std::hash<const void*>{}(k.slices) * 0x9e3779b97f4a7c15ull);
     }
   };
+  // A kept plan and when it was last used (stamped on every lookup: the sliced plan used least
+  // recently goes first; the stamp costs a lookup no allocation).
+  struct Kept {
+    std::shared_ptr<const RingPlan> plan;
+    uint64_t lastUse = 0;
+  };
   std::mutex plansMutex_;
-  std::unordered_map<RingKey, std::shared_ptr<const RingPlan>, RingKeyHash> plans_;
-  std::deque<RingKey> slicedKeys_;  // the sliced plans kept, least recently used first
+  std::unordered_map<RingKey, Kept, RingKeyHash> plans_;
+  uint64_t uses_ = 0;
   std::mutex executeMutex_;
 };
 

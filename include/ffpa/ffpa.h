@@ -863,10 +863,10 @@ FFPA_API ffpaStatus_t ffpaGetAttentionAttribute(ffpaAttentionDescriptor_t desc,
  * graph captured with a descriptor reads that device copy: keep the descriptor alive, and its
  * slices attached, as long as the graph runs.
  *
- * The sm80 kernels (on every GPU they run on) serve sliced forwards and backwards: each tile of
- * query rows attends only to the key tiles its slices reach, and each tile of keys of the dK/dV
- * pass to the rows that see it. The Hopper kernels decline slices in this version
- * (ffpaDescribeAttentionForwardPlan() and ffpaDescribeAttentionBackwardPlan() say why).
+ * The FFPA kernels serve sliced forwards and backwards, the sm80 ones on every GPU they run on
+ * and the Hopper ones (#FFPA_POLICY_HOPPER_KERNELS) on compute capability 9.0: each tile of query
+ * rows attends only to the key tiles its slices reach, and each tile of keys of the dK/dV pass to
+ * the rows that see it.
  * With a context-parallel object on the same descriptor, the slices mask the whole sequence (the
  * `context_parallel` group).
  *  @{ */

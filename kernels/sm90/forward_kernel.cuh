@@ -11,6 +11,10 @@
 // K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1).
 // Scores are kept in the log2 domain (scaled by softmax scale * log2 e).
 //
+// With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
+// query segment, and KV tile j is tile j of its walk over the keys of each slice covering the
+// segment: the producer loads it from that walk's key, consumer 0 masks it by that slice's rule.
+//
 // In a cluster of two (kCluster = 2, d_v > 512), each CTA holds its share of the head dims'
 // 64-column blocks, and consumer 0 completes S between the wgmma and the softmax:
 //   [Exchange empty j-1] partial S(j) -> the other CTA (st.async, on its Exchange full)
@@ -77,10 +81,11 @@ struct ForwardKernel {
   static FFPA_DEVICE void produce(const ForwardParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kQFull));
     for (int tile = 0; tile < at.tiles; ++tile) {
+      const int firstKey = keyTileOf(p.sliced, at, tile).firstKey;
       if (tile > 0) mbarrierWait(s.barrier(kKEmpty), (tile - 1) & 1);
-      loadBlocks(&p.kMap, s.k, at.qk, tile * kKeys, at.kvHead, at.batch, s.barrier(kKFull));
+      loadBlocks(&p.kMap, s.k, at.qk, firstKey, at.kvHead, at.batch, s.barrier(kKFull));
       if (tile > 0) mbarrierWait(s.barrier(kVEmpty), (tile - 1) & 1);
-      loadBlocks(&p.vMap, s.v, at.v, tile * kKeys, at.kvHead, at.batch, s.barrier(kVFull));
+      loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kVFull));
     }
   }
 
@@ -103,7 +108,7 @@ struct ForwardKernel {
     #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = at.firstRow + me.row(half);
-      if (row >= p.seqQ) continue;
+      if (row >= at.rowEnd) continue;  // past the tensor, or another CTA's rows (slices)
       #pragma unroll
       for (int j = 0; j < N / 8; ++j) {
         const int col = column + 8 * j + 2 * me.quad;
@@ -130,6 +135,7 @@ struct ForwardKernel {
     if (at.tiles > 0) mbarrierWait(s.barrier(kQFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
       float score[kTileRegisters];
+      const KeyTile keys = keyTileOf(p.sliced, at, tile);
       mbarrierWait(s.barrier(kKFull), tile & 1);
       scoreProduct<Tag>(score, s.q, s.k, qkSteps);
       mbarrierArrive(s.barrier(kKEmpty));
@@ -141,16 +147,15 @@ struct ForwardKernel {
       float factor[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = at.firstRow + me.row(half);
+        const VisibleKeys visible = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
         float tileMax = kNegativeInfinity;
         #pragma unroll
         for (int j = 0; j < kKeys / 8; ++j) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int key = tile * kKeys + 8 * j + 2 * me.quad + e;
-            const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
+            const int key = keys.firstKey + 8 * j + 2 * me.quad + e;
             float& value = score[4 * j + 2 * half + e];
-            value = visible ? value * p.scaleLog2 : kNegativeInfinity;
+            value = visible.holds(key) ? value * p.scaleLog2 : kNegativeInfinity;
             tileMax = value > tileMax ? value : tileMax;
           }
         }
@@ -207,11 +212,12 @@ struct ForwardKernel {
     for (int half = 0; half < 2; ++half) {
       #pragma unroll
       for (int mask = 1; mask <= 2; mask <<= 1) sum[half] += shuffleXor(sum[half], mask);
-      // A row that saw no key (causal, more queries than keys): O = 0, LSE = -inf.
+      // A row that saw no key (causal with more queries than keys, or no slice's): O = 0,
+      // LSE = -inf.
       inverse[half] = sum[half] > 0.0f ? 1.0f / sum[half] : 0.0f;
       const int row = me.row(half);
       if (me.quad == 0) s.rowInverse[row] = inverse[half];
-      if (p.lse && at.rank == 0 && me.quad == 0 && at.firstRow + row < p.seqQ) {
+      if (p.lse && at.rank == 0 && me.quad == 0 && at.firstRow + row < at.rowEnd) {
         constexpr float kLn2 = 0.693147180559945309f;
         const float lse = sum[half] > 0.0f ? (max[half] + log2Approx(sum[half])) * kLn2 : kNegativeInfinity;
         storeGlobalF32(p.lse + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] +
@@ -247,7 +253,7 @@ struct ForwardKernel {
 
   static FFPA_DEVICE void run(const ForwardParams& p) {
     const Shared s = locateShared(p);
-    const Position at = locateRowTile<kCluster>(p);
+    const Position at = locateRowTile<kCluster>(p, p.sliced);
     // Arrivals per phase of each mbarrier (Barrier order).
     const int arrivals[kBarrierCount] = {
         1,         // Q full: the producer's expect_tx
@@ -272,8 +278,8 @@ struct ForwardKernel {
   }
 };
 
-// The kernel entries; grid (ceil(seqQ / 64) * CTAs per cluster, B * H) or (.., H, B); 384
-// threads; sharedBytes.
+// The kernel entries; grid (row tiles * CTAs per cluster, B * H) or (.., H, B), the row tiles
+// ceil(seqQ / 64) or those of SlicedTiles; 384 threads; sharedBytes.
 template <class Tag, int kHeadDimV>
 FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1) forwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
   ForwardKernel<Tag, kHeadDimV>::run(p);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "common/problem_sizes.h"
+#include "common/slice_mask.h"
 #include "sm90/tensor_map.h"
 
 #include <cstdint>
@@ -84,6 +85,19 @@ enum Barrier : int {
   kBarrierCount
 };
 
+// Attention slices (common/slice_mask.h) as an sm90 kernel walks them; its clusters own 64-index
+// tiles of one axis (the queries for the forward and dQ, the keys for dK/dV). Without slices
+// (slices.slices null) cluster c owns indices [64c, 64c + 64) and `causal` masks. With them
+// (`causal` is 0) cluster c < tileCount owns tiles[c], up to 64 indices of one segment of that
+// axis, and the clusters after those the indices from the slices' extent on, which see nothing.
+// A cluster walks the other axis in 64-index tiles: for each slice covering its segment in turn,
+// from the first index that slice shows its own (slices::walkTile), masked by that slice's rule.
+struct SlicedTiles {
+  slices::SliceView slices;
+  const slices::AxisTile* tiles;  // the owned axis' table of 64-index tiles
+  int32_t tileCount;
+};
+
 // Everything but the tensor maps, whose type differs between the GPU and the emulator: what the
 // host computes (src/sm90/forward_call.cpp) in either build.
 struct ForwardArguments : ProblemSizes {
@@ -94,6 +108,7 @@ struct ForwardArguments : ProblemSizes {
   // Of every 8 score exponentials of a row (a thread's 8 column groups), how many exp2Polynomial
   // computes instead of the special-function unit: 0..8 (FFPA_POLICY_EXP2_EMULATION).
   int32_t exp2Emulated;
+  SlicedTiles sliced;  // the queries' tiles
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t qOffset;

@@ -14,6 +14,10 @@
 // so dO(s+1) loads during dS^T Q of step s and consumer 1's dP^T(s+1) runs while Q(s+1) loads.
 // As in the dQ kernel, Q's single buffer orders everything behind it: the dP-empty and
 // tiles-empty waits pass at once today, and stay for a double-buffered Q.
+//
+// With attention slices (sm90/forward_params.h, SlicedTiles) a cluster's keys are one key tile of
+// a key segment, and its query tiles per head are the walk over the rows that see them through
+// each slice covering the segment in turn, masked by that tile's slice.
 #pragma once
 
 #include "common/element.cuh"
@@ -52,19 +56,29 @@ struct KeyGradientKernel {
 
   struct Position {
     int firstKey;
+    int keyEnd;         // one past the last key to store: the tensor's end, or the key tile's (slices)
+    int segment;        // the key segment of the keys with slices; -1: none, or no slices
     int64_t batch;
     int64_t kvHead;
     int rank;           // in the cluster
     BlockShare qk, v;   // the 64-column blocks of d_qk and d_v the CTA holds
-    int firstQueryTile; // the first 64-query tile that sees any of the CTA's keys
-    int queryTiles;     // per query head, from firstQueryTile
+    int firstQueryTile; // without slices: the first 64-query tile that sees any of the CTA's keys
+    int queryTiles;     // per query head (from firstQueryTile, or of the slices' walk)
     int steps;          // query tiles of all the group's heads
   };
 
-  // The query head and first query of step `step`.
+  // The query head, first query and slice (-1: none, the causal rule) of step `step`.
   struct Step {
     int64_t head;
     int firstQuery;
+    int slice;
+  };
+
+  // The queries [begin, end) that see key `key` in step `t` (empty when end <= begin): those of
+  // the step's slice, else [0, seqQ) cut by the causal mask, none for keys past the tensor.
+  struct VisibleQueries {
+    int begin, end;
+    FFPA_DEVICE bool holds(int query) const { return query >= begin && query < end; }
   };
 
   static FFPA_DEVICE Shared locateShared(const KeyGradientParams& p) {
@@ -93,17 +107,45 @@ struct KeyGradientKernel {
     at.kvHead = grid.head;
     at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
     at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
-    const int allTiles = (p.seqQ + kKeys - 1) / kKeys;
-    int64_t firstQuery = p.causal ? int64_t(at.firstKey) - p.causalOffset : 0;
-    if (firstQuery < 0) firstQuery = 0;
-    at.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kKeys);
-    at.queryTiles = allTiles - at.firstQueryTile;
-    at.steps = at.firstKey < p.seqKv ? p.groupSize * at.queryTiles : 0;
+    at.keyEnd = p.seqKv;
+    at.segment = -1;
+    at.firstQueryTile = 0;
+    if (p.sliced.slices.slices != nullptr) {
+      const slices::AxisTile keys = slices::ctaTile(p.sliced.slices.keys, p.sliced.tiles, p.sliced.tileCount,
+                                                    blockIndexX() / kCluster, kRows, p.seqKv);
+      at.firstKey = keys.begin;
+      at.keyEnd = keys.end;
+      at.segment = keys.segment;
+      at.queryTiles = slices::walkTiles(p.sliced.slices, false, keys.segment, keys.begin, keys.end - 1, kKeys);
+    } else {
+      const int allTiles = (p.seqQ + kKeys - 1) / kKeys;
+      int64_t firstQuery = p.causal ? int64_t(at.firstKey) - p.causalOffset : 0;
+      if (firstQuery < 0) firstQuery = 0;
+      at.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kKeys);
+      at.queryTiles = at.firstKey < p.seqKv ? allTiles - at.firstQueryTile : 0;
+    }
+    at.steps = p.groupSize * at.queryTiles;
     return at;
   }
 
   static FFPA_DEVICE Step stepOf(const KeyGradientParams& p, const Position& at, int step) {
-    return {at.kvHead * p.groupSize + step / at.queryTiles, (at.firstQueryTile + step % at.queryTiles) * kKeys};
+    const int64_t head = at.kvHead * p.groupSize + step / at.queryTiles;
+    const int tile = step % at.queryTiles;
+    if (p.sliced.slices.slices == nullptr) return {head, (at.firstQueryTile + tile) * kKeys, -1};
+    const slices::WalkTile t =
+        slices::walkTile(p.sliced.slices, false, at.segment, at.firstKey, at.keyEnd - 1, kKeys, tile);
+    return {head, static_cast<int>(t.first), t.slice};
+  }
+
+  static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Step& t, int key) {
+    if (t.slice >= 0) {
+      const slices::KeySpan span = slices::querySpan(p.sliced.slices.slices[t.slice], key);
+      return {static_cast<int>(span.begin), static_cast<int>(span.end)};
+    }
+    if (key >= p.seqKv) return {0, 0};
+    int64_t begin = p.causal ? key - p.causalOffset : 0;  // key <= query + causalOffset
+    if (begin < 0) begin = 0;
+    return {static_cast<int>(begin < p.seqQ ? begin : p.seqQ), p.seqQ};
   }
 
   // --- producer ---------------------------------------------------------------------------------
@@ -147,12 +189,12 @@ struct KeyGradientKernel {
   // Writes `acc` (times `scale`) as the CTA's columns from `ctaColumn` on of the gradient at `out`
   // (d columns, `strides`), up to the end of `share`.
   template <int N>
-  static FFPA_DEVICE void storeRows(const KeyGradientParams& p, const Position& at, const float (&acc)[N / 2],
-                                    void* out, const int64_t (&strides)[3], int headDim, BlockShare share,
-                                    int ctaColumn, float scale) {
+  static FFPA_DEVICE void storeRows(const Position& at, const float (&acc)[N / 2], void* out,
+                                    const int64_t (&strides)[3], int headDim, BlockShare share, int ctaColumn,
+                                    float scale) {
     const int first = share.first * kBlockColumns;
     Element* rows = static_cast<Element*>(out) + at.batch * strides[0] + at.kvHead * strides[1];
-    storeAccumulator<N, Tag>(acc, rows, strides[2], at.firstKey, p.seqKv, first + ctaColumn,
+    storeAccumulator<N, Tag>(acc, rows, strides[2], at.firstKey, at.keyEnd, first + ctaColumn,
                              first + columnsHeld(headDim, share), scale);
   }
 
@@ -175,15 +217,14 @@ struct KeyGradientKernel {
 
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int key = at.firstKey + me.row(half);
+        const VisibleQueries visible = visibleQueries(p, t, at.firstKey + me.row(half));
         #pragma unroll
         for (int j = 0; j < kKeys / 8; ++j) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int query = t.firstQuery + me.column(j, e);
-            const bool visible = query < p.seqQ && key < p.seqKv && (!p.causal || key <= query + p.causalOffset);
             float& value = tile[4 * j + 2 * half + e];
-            value = visible ? exp2Approx(value * p.scaleLog2 - lse2[2 * j + e]) : 0.0f;
+            value = visible.holds(t.firstQuery + me.column(j, e)) ? exp2Approx(value * p.scaleLog2 - lse2[2 * j + e])
+                                                                   : 0.0f;
           }
         }
       }
@@ -203,8 +244,8 @@ struct KeyGradientKernel {
       accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, s.q);
       mbarrierArrive(s.barrier(kKeyQEmpty));
     }
-    storeRows<kColumns0>(p, at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
-    storeRows<kColumns0>(p, at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
+    storeRows<kColumns0>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
+    storeRows<kColumns0>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
   }
 
   // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK.
@@ -240,8 +281,8 @@ struct KeyGradientKernel {
       mbarrierArrive(s.barrier(kKeyQEmpty));
       mbarrierArrive(s.barrier(kKeyTilesEmpty));
     }
-    storeRows<kColumns1>(p, at, dv, p.dv, p.dvStrides, p.headDimV, at.v, kColumns0, 1.0f);
-    storeRows<kColumns1>(p, at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, kColumns0, p.scale);
+    storeRows<kColumns1>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, kColumns0, 1.0f);
+    storeRows<kColumns1>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, kColumns0, p.scale);
   }
 
   static FFPA_DEVICE void run(const KeyGradientParams& p) {
@@ -261,8 +302,8 @@ struct KeyGradientKernel {
   }
 };
 
-// The kernel entry: grid (ceil(seqKv / 64) * 2, B * Hkv) or (.., Hkv, B); 384 threads;
-// sharedBytes.
+// The kernel entry: grid (key tiles * 2, B * Hkv) or (.., Hkv, B), the key tiles ceil(seqKv / 64)
+// or those of SlicedTiles; 384 threads; sharedBytes.
 template <class Tag, int kHeadDim>
 FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
     keyGradientKernel(const FFPA_GRID_CONSTANT KeyGradientParams p) {

@@ -70,6 +70,7 @@ struct KeyGradientArguments : ProblemSizes {
   int64_t dvStrides[3];
   int32_t headsKv;
   float scale;
+  SlicedTiles sliced;  // the keys' tiles
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t kOffset;

@@ -15,6 +15,9 @@
 // shared memory holds no second one at d = 384), which orders everything behind it: the dP-empty
 // and dS-empty waits then pass at once, and stay for a double-buffered K.
 //
+// With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
+// query segment and its KV tiles those of the forward's walk, masked by each tile's slice.
+//
 // In a cluster of two (kCluster = 2), each CTA holds its share of the head dims' 64-column
 // blocks; consumer 0 exchanges its partial S, consumer 1 its partial dP, each on its own pair of
 // mbarriers (warpgroup_tiles.cuh: exchangePartial), before either is used.
@@ -75,7 +78,7 @@ struct QueryGradientKernel {
 
   static FFPA_DEVICE Position locate(const QueryGradientParams& p) {
     Position at;
-    static_cast<RowTile&>(at) = locateRowTile<kCluster>(p);
+    static_cast<RowTile&>(at) = locateRowTile<kCluster>(p, p.sliced);
     at.statsRow = (at.batch * p.headsQ + at.head) * p.seqQ + at.firstRow;
     return at;
   }
@@ -89,12 +92,13 @@ struct QueryGradientKernel {
     // hold fewer: its blocks past d_qk load as zeros, and the dQ columns they give are dropped).
     const BlockShare kBlocks{at.qk.first, kCtaBlocks};
     for (int tile = 0; tile < at.tiles; ++tile) {
+      const int firstKey = keyTileOf(p.sliced, at, tile).firstKey;
       // V first: consumer 1 releases V after dP, K only after dS K, so V(j) loads during dS K of
       // tile j - 1.
       if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
-      loadBlocks(&p.vMap, s.v, at.v, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradVFull));
+      loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull));
       if (tile > 0) mbarrierWait(s.barrier(kGradKEmpty), (tile - 1) & 1);
-      loadBlocks(&p.kMap, s.k, kBlocks, tile * kKeys, at.kvHead, at.batch, s.barrier(kGradKFull));
+      loadBlocks(&p.kMap, s.k, kBlocks, firstKey, at.kvHead, at.batch, s.barrier(kGradKFull));
     }
   }
 
@@ -119,7 +123,7 @@ struct QueryGradientKernel {
                                         int ctaColumn) {
     const int first = at.qk.first * kBlockColumns;
     Element* out = static_cast<Element*>(p.dq) + at.batch * p.dqStrides[0] + at.head * p.dqStrides[1];
-    storeAccumulator<N, Tag>(dq, out, p.dqStrides[2], at.firstRow, p.seqQ, first + ctaColumn,
+    storeAccumulator<N, Tag>(dq, out, p.dqStrides[2], at.firstRow, at.rowEnd, first + ctaColumn,
                              first + columnsHeld(p.headDimQk, at.qk), p.scale);
   }
 
@@ -134,21 +138,21 @@ struct QueryGradientKernel {
     if (at.tiles > 0) mbarrierWait(s.barrier(kGradQFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
       float t[kTileRegisters];  // S, then P, then dS
+      const KeyTile keys = keyTileOf(p.sliced, at, tile);
       mbarrierWait(s.barrier(kGradKFull), tile & 1);
       scoreProduct<Tag>(t, s.q, s.k, qkSteps);
       if constexpr (kCluster > 1) exchangePartial(s.scores, t, at.rank, tile, at.tiles);
 
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = at.firstRow + me.row(half);
+        const VisibleKeys visible = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
         #pragma unroll
         for (int j = 0; j < kKeys / 8; ++j) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int key = tile * kKeys + me.column(j, e);
-            const bool visible = key < p.seqKv && (!p.causal || key <= row + p.causalOffset);
             float& value = t[4 * j + 2 * half + e];
-            value = visible ? exp2Approx(value * p.scaleLog2 - lse2[half]) : 0.0f;
+            value = visible.holds(keys.firstKey + me.column(j, e)) ? exp2Approx(value * p.scaleLog2 - lse2[half])
+                                                                    : 0.0f;
           }
         }
       }
@@ -222,8 +226,8 @@ struct QueryGradientKernel {
   }
 };
 
-// The kernel entries: grid (ceil(seqQ / 64) * CTAs per cluster, B * H) or (.., H, B); 384
-// threads; sharedBytes.
+// The kernel entries: grid (row tiles * CTAs per cluster, B * H) or (.., H, B), the row tiles
+// ceil(seqQ / 64) or those of SlicedTiles; 384 threads; sharedBytes.
 template <class Tag, int kHeadDimQk>
 FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1)
     queryGradientKernel(const FFPA_GRID_CONSTANT QueryGradientParams p) {

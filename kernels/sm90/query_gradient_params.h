@@ -75,6 +75,7 @@ struct QueryGradientArguments : ProblemSizes {
   const float* rowStats;
   int64_t dqStrides[3];  // elements, [batch, head, row]
   float scale;
+  SlicedTiles sliced;  // the queries' tiles
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t qOffset;

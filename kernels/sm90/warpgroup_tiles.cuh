@@ -27,25 +27,30 @@ static_assert(kTileRegisters % 4 == 0, "partial tiles travel in 16-byte stores")
 
 // --- A CTA's place and its shared memory ----------------------------------------------------------
 
-// The 64 query rows of one (batch, head) a CTA (or a cluster of kCluster CTAs) works on, the KV
+// The query rows of one (batch, head) a CTA (or a cluster of kCluster CTAs) works on, the KV
 // tiles they see, and the 64-column blocks of d_qk and d_v this CTA holds.
 struct RowTile {
   int firstRow;
+  int rowEnd;        // one past the last row to store: the tensor's end, or the row tile's (slices)
+  int segment;       // the query segment of the rows with slices; -1: none, or no slices
   int64_t batch;
   int64_t head;
   int64_t kvHead;
-  int tiles;         // KV tiles the rows see (0 when the causal mask hides every key)
+  int tiles;         // KV tiles the rows see (0 when the mask hides every key)
   int rank;          // in the cluster
   BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
 };
 
-// `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has).
+// `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has). Rows
+// [64 x, 64 x + 64) of cluster x, under the causal mask.
 template <int kCluster, class Params>
 FFPA_DEVICE RowTile locateRowTile(const Params& p) {
   const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
   RowTile at;
   at.rank = kCluster == 1 ? 0 : clusterRank();
   at.firstRow = blockIndexX() / kCluster * kRows;
+  at.rowEnd = p.seqQ;
+  at.segment = -1;
   at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
   at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
   at.batch = grid.batch;
@@ -54,6 +59,53 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p) {
   at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, at.firstRow, kRows, p.causal,
                                                   p.causalOffset);
   return at;
+}
+
+// The same with attention slices (SlicedTiles of the queries): the row tile of cluster x and the
+// KV tiles of its walk.
+template <int kCluster, class Params>
+FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
+  RowTile at = locateRowTile<kCluster>(p);
+  if (sliced.slices.slices == nullptr) return at;
+  const slices::AxisTile rows = slices::ctaTile(sliced.slices.queries, sliced.tiles, sliced.tileCount,
+                                                blockIndexX() / kCluster, kRows, p.seqQ);
+  at.firstRow = rows.begin;
+  at.rowEnd = rows.end;
+  at.segment = rows.segment;
+  at.tiles = slices::walkTiles(sliced.slices, true, rows.segment, rows.begin, rows.end - 1, kKeys);
+  return at;
+}
+
+// KV tile `tile` of the rows `at`: keys [firstKey, firstKey + 64), seen through slice `slice`
+// (-1: no slices; the tiles then follow each other from key 0).
+struct KeyTile {
+  int firstKey;
+  int slice;
+};
+
+FFPA_DEVICE KeyTile keyTileOf(const SlicedTiles& sliced, const RowTile& at, int tile) {
+  if (sliced.slices.slices == nullptr) return {tile * kKeys, -1};
+  const slices::WalkTile t =
+      slices::walkTile(sliced.slices, true, at.segment, at.firstRow, at.rowEnd - 1, kKeys, tile);
+  return {static_cast<int>(t.first), t.slice};
+}
+
+// The keys [begin, end) query row `row` sees in KV tile `t` (empty when end <= begin): those of
+// the tile's slice, else [0, seqKv) cut by the causal mask. Keys index from 0 and below 2^31.
+struct VisibleKeys {
+  int begin, end;
+  FFPA_DEVICE bool holds(int key) const { return key >= begin && key < end; }
+};
+
+template <class Params>
+FFPA_DEVICE VisibleKeys visibleKeys(const Params& p, const SlicedTiles& sliced, const KeyTile& t, int row) {
+  if (t.slice >= 0) {
+    const slices::KeySpan span = slices::keySpan(sliced.slices.slices[t.slice], row);
+    return {static_cast<int>(span.begin), static_cast<int>(span.end)};
+  }
+  int64_t end = p.seqKv;
+  if (p.causal && row + p.causalOffset + 1 < end) end = row + p.causalOffset + 1;  // may be <= 0
+  return {0, static_cast<int>(end < 0 ? 0 : end)};
 }
 
 // The first 1024-byte aligned byte of dynamic shared memory (the 128-byte swizzle repeats every

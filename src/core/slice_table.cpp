@@ -277,4 +277,11 @@ SliceView SliceTable::deviceView(int32_t ordinal, const char* argument) const {
   return deviceView_;
 }
 
+SlicedAxis slicedAxis(const AxisView& axis, int length, int64_t size, int64_t extent) {
+  const int table = tileTableIndex(length);
+  require(table >= 0, FFPA_STATUS_INTERNAL_ERROR, "no slice tile table for tiles of ", length);
+  const int32_t count = axis.tileCounts[table];
+  return {axis.tiles[table], count, static_cast<uint32_t>(count + (size - extent + length - 1) / length)};
+}
+
 }  // namespace ffpa::slices

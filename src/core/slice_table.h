@@ -79,6 +79,18 @@ class SliceTable {
   int32_t deviceOrdinal_ = -1;
 };
 
+// One axis of a sliced call as a tiled kernel walks it in tiles of `length` indices: the axis'
+// table for that length, and the CTAs along x (the tiles, then the CTAs for the indices from the
+// slices' extent to the axis' `size`; see ctaTile in common/slice_mask.h).
+struct SlicedAxis {
+  const AxisTile* tiles;
+  int32_t tileCount;
+  uint32_t ctas;
+};
+// `axis`: the query or key axis of a table's view (host or device); `extent`: its queryExtent()
+// or keyExtent(). Throws INTERNAL_ERROR when no table is built for `length`.
+SlicedAxis slicedAxis(const AxisView& axis, int length, int64_t size, int64_t extent);
+
 // Slices from the arrays of ffpaSetAttentionSlices (masks may be null: all full), checked.
 std::vector<SliceRange> slicesFromRanges(int32_t count, const int32_t* queryRanges,
                                          const int32_t* keyRanges, const int32_t* masks);

@@ -16,11 +16,14 @@ namespace {
 BackwardResolution refuse(Support why) { return {std::nullopt, std::move(why)}; }
 
 // The axes of a sliced call as the dQ kernel (rows) and the dK/dV kernel (keys) walk them.
-SlicedAxis slicedRows(const BackwardLaunch& launch, const AttentionProblem& problem, const slices::SliceView& view) {
-  return slicedAxis(view.queries, launch.queryShape.rows(), problem.seqQ, problem.slices->queryExtent());
+slices::SlicedAxis slicedRows(const BackwardLaunch& launch, const AttentionProblem& problem,
+                              const slices::SliceView& view) {
+  return slices::slicedAxis(view.queries, launch.queryShape.rows(), problem.seqQ,
+                            problem.slices->queryExtent());
 }
-SlicedAxis slicedKeys(const BackwardLaunch& launch, const AttentionProblem& problem, const slices::SliceView& view) {
-  return slicedAxis(view.keys, launch.keyShape.keys(), problem.seqKv, problem.slices->keyExtent());
+slices::SlicedAxis slicedKeys(const BackwardLaunch& launch, const AttentionProblem& problem,
+                              const slices::SliceView& view) {
+  return slices::slicedAxis(view.keys, launch.keyShape.keys(), problem.seqKv, problem.slices->keyExtent());
 }
 
 // The instance of the smallest compiled head dim >= both of the problem's, for its dtype.
@@ -170,8 +173,8 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
   p.rowTiles = p.keyTiles = nullptr;
   p.rowTileCount = p.keyTileCount = 0;
   if (p.slices.slices != nullptr) {
-    const SlicedAxis rows = slicedRows(launch, problem, p.slices);
-    const SlicedAxis keys = slicedKeys(launch, problem, p.slices);
+    const slices::SlicedAxis rows = slicedRows(launch, problem, p.slices);
+    const slices::SlicedAxis keys = slicedKeys(launch, problem, p.slices);
     p.rowTiles = rows.tiles;
     p.rowTileCount = rows.tileCount;
     p.keyTiles = keys.tiles;

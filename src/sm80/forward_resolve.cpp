@@ -16,8 +16,9 @@ namespace {
 ForwardResolution refuse(Support why) { return {std::nullopt, std::move(why)}; }
 
 // The query axis of a sliced call as the forward kernel walks it.
-SlicedAxis slicedRows(const ForwardLaunch& launch, const AttentionProblem& problem, const slices::SliceView& view) {
-  return slicedAxis(view.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent());
+slices::SlicedAxis slicedRows(const ForwardLaunch& launch, const AttentionProblem& problem,
+                              const slices::SliceView& view) {
+  return slices::slicedAxis(view.queries, launch.shape.rows(), problem.seqQ, problem.slices->queryExtent());
 }
 
 const ForwardInstance* findInstance(int headDimV, ffpaDataType_t dtype, ffpaAccumulator_t accumulator,
@@ -202,7 +203,7 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   p.rowTiles = nullptr;
   p.rowTileCount = 0;
   if (p.slices.slices != nullptr) {
-    const SlicedAxis rows = slicedRows(launch, problem, p.slices);
+    const slices::SlicedAxis rows = slicedRows(launch, problem, p.slices);
     p.rowTiles = rows.tiles;
     p.rowTileCount = rows.tileCount;
   }

@@ -120,11 +120,4 @@ std::string applyLaunchConfig(const tuning::LaunchConfig& config, const Policy& 
   return ignored;
 }
 
-SlicedAxis slicedAxis(const slices::AxisView& axis, int length, int64_t size, int64_t extent) {
-  const int table = slices::tileTableIndex(length);
-  require(table >= 0, FFPA_STATUS_INTERNAL_ERROR, "no slice tile table for tiles of ", length);
-  const int32_t count = axis.tileCounts[table];
-  return {axis.tiles[table], count, static_cast<uint32_t>(count + (size - extent + length - 1) / length)};
-}
-
 }  // namespace ffpa::sm80

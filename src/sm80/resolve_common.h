@@ -36,16 +36,6 @@ struct StrideRule {
 // The first rule broken (the head-dim stride must be 1), or nothing.
 std::optional<std::string> strideProblem(std::initializer_list<StrideRule> rules);
 
-// One axis of a sliced call as its kernel walks it in tiles of `length` indices: the axis' table
-// for that length, and the CTAs along x (the tiles, then the CTAs for the indices from the
-// slices' extent to the axis' `size`; see slices::ctaTile).
-struct SlicedAxis {
-  const slices::AxisTile* tiles;
-  int32_t tileCount;
-  uint32_t ctas;
-};
-SlicedAxis slicedAxis(const slices::AxisView& axis, int length, int64_t size, int64_t extent);
-
 // FFPA_POLICY_STAGES: 0 (the default, 2 stages) or a count this build compiled; else a refusal.
 std::optional<std::string> stagesProblem(const Policy& policy);
 int stagesOf(const Policy& policy);

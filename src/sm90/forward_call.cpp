@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/launch_grid.h"
 #include "sm90/row_maps.h"
+#include "sm90/sliced_tiles.h"
 
 #include <cstdint>
 
@@ -54,7 +55,8 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
   call.v = rowMap(tensors.v, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
-  gridExtents(gridBlocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
+  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::queries, call.clusterSize, a.sliced);
+  gridExtents(ctas, p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }
 

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/launch_grid.h"
 #include "sm90/row_maps.h"
+#include "sm90/sliced_tiles.h"
 
 namespace ffpa::sm90 {
 namespace {
@@ -48,7 +49,8 @@ KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorA
   call.instanceDim = instanceDimOf(p);
   keyGradientLayout(a, call.instanceDim);
   call.maps = gradientMaps(p, tensors);
-  gridExtents((p.seqKv + kRows - 1) / kRows * kMaxClusterSize, p.batch, p.headsKv, gridDnhb, call.grid);
+  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::keys, kMaxClusterSize, a.sliced);
+  gridExtents(ctas, p.batch, p.headsKv, gridDnhb, call.grid);
   return call;
 }
 

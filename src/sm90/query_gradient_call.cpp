@@ -3,16 +3,9 @@
 #include "core/error.h"
 #include "core/launch_grid.h"
 #include "sm90/row_maps.h"
+#include "sm90/sliced_tiles.h"
 
 namespace ffpa::sm90 {
-namespace {
-
-// The grid's x extent: CTAs per cluster times the 64-row tiles of the queries.
-int64_t blocksX(const AttentionProblem& p) {
-  return (p.seqQ + kRows - 1) / kRows * queryGradientShape(p).clusterSize;
-}
-
-}  // namespace
 
 std::string queryGradientRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
@@ -52,7 +45,8 @@ QueryGradientCall describeQueryGradientCall(const AttentionProblem& p, const Ten
   const QueryGradientShape shape = queryGradientShape(p);
   queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
   call.maps = gradientMaps(p, tensors);
-  gridExtents(blocksX(p), p.batch, p.headsQ, gridDnhb, call.grid);
+  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::queries, shape.clusterSize, a.sliced);
+  gridExtents(ctas, p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }
 

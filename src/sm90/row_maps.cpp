@@ -55,7 +55,6 @@ bool rowMapAddressable(const Strides& strides, int64_t dim, int64_t rows, int64_
 }
 
 std::string sizeRefusal(const AttentionProblem& p) {
-  if (p.slices != nullptr) return "attention slices (not in the Hopper kernels yet)";
   constexpr int64_t kMaxLength = std::numeric_limits<int32_t>::max();
   if (p.seqQ > kMaxLength || p.seqKv > kMaxLength || p.batch > kMaxLength || p.headsQ > kMaxLength) {
     return "lengths, heads and batch must stay below 2^31";

@@ -37,8 +37,8 @@ void copyGradientSizes(const AttentionProblem& problem, const float* rowStats, b
 // with more than one element) that are positive multiples of 16 below 2^40.
 bool rowMapAddressable(const Strides& strides, int64_t dim, int64_t rows, int64_t heads, int64_t batch);
 
-// Why the sm90 kernels cannot take `problem` whole: sizes past their 32-bit fields, or attention
-// slices (empty when they can).
+// Why the sm90 kernels cannot take `problem` whole: sizes past their 32-bit fields (empty when
+// they can).
 std::string sizeRefusal(const AttentionProblem& problem);
 
 // Why the sm90 gradient kernels cannot load the backward's Q, K, V and dO (sizeRefusal, or

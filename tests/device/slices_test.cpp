@@ -6,10 +6,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "attention_checks.h"
+#include "common/plan_text.h"
 
 using namespace ffpa_tools;
 using namespace device_tests;
@@ -81,6 +83,59 @@ TEST_CASE("slices: forward and backward against float64 attention with the same 
     INFO(c.what);
     run_and_check(handle, workspace, test, Checked::both);
   }
+}
+
+namespace {
+
+// The "kernel: " lines of the forward and backward plans of `p` (slices attached) on `handle`.
+std::pair<std::string, std::string> planned_kernels(const Handle& handle, const DeviceProblem& p) {
+  size_t length = 0;
+  check(ffpaDescribeAttentionForwardPlan(handle.get(), p.attention.get(), p.q.desc.get(), p.k.desc.get(),
+                                         p.v.desc.get(), p.o.desc.get(), p.lse.desc.get(), nullptr, 0, &length),
+        "ffpaDescribeAttentionForwardPlan");
+  std::string forward(length + 1, '\0');
+  check(ffpaDescribeAttentionForwardPlan(handle.get(), p.attention.get(), p.q.desc.get(), p.k.desc.get(),
+                                         p.v.desc.get(), p.o.desc.get(), p.lse.desc.get(), forward.data(),
+                                         forward.size(), nullptr),
+        "ffpaDescribeAttentionForwardPlan");
+  check(ffpaDescribeAttentionBackwardPlan(handle.get(), p.attention.get(), p.q.desc.get(), p.k.desc.get(),
+                                          p.v.desc.get(), p.o.desc.get(), p.d_o.desc.get(), p.lse.desc.get(),
+                                          p.dq.desc.get(), p.dk.desc.get(), p.dv.desc.get(), nullptr, 0, &length),
+        "ffpaDescribeAttentionBackwardPlan");
+  std::string backward(length + 1, '\0');
+  check(ffpaDescribeAttentionBackwardPlan(handle.get(), p.attention.get(), p.q.desc.get(), p.k.desc.get(),
+                                          p.v.desc.get(), p.o.desc.get(), p.d_o.desc.get(), p.lse.desc.get(),
+                                          p.dq.desc.get(), p.dk.desc.get(), p.dv.desc.get(), backward.data(),
+                                          backward.size(), nullptr),
+        "ffpaDescribeAttentionBackwardPlan");
+  return {parsePlanText(forward).kernel, parsePlanText(backward).kernel};
+}
+
+}  // namespace
+
+TEST_CASE("slices: the Hopper forward and gradient kernels against float64 attention with the same slices") {
+  if (!hopper_runs_here()) return;
+  Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+  Workspace workspace;
+  uint64_t start = 7650;
+  int run = 0;
+  for (const SliceCase& c : slice_cases()) {
+    if (c.shape.dim_v <= 256 || c.dtype == DType::float32) continue;  // the sm90 forward's range
+    AttentionProblem shape = c.shape;
+    shape.slices = c.slices;
+    TestCase test{make_config(shape, c.dtype, c.layout, 0.0), true, ++start};
+    INFO(c.what);
+    DeviceProblem problem(test.config);
+    problem.attach_slices(handle);
+    const auto [forward, backward] = planned_kernels(handle, problem);
+    CHECK_MESSAGE(forward.rfind("sm90.forward", 0) == 0, forward);
+    // d 1024 is past both gradient kernels' ranges: the mma.sync backward serves it.
+    if (shape.dim_v <= 640) CHECK_MESSAGE(backward.rfind("sm90.backward", 0) == 0, backward);
+    run_and_check(handle, workspace, test, Checked::both);
+    ++run;
+  }
+  CHECK(run == 3);
 }
 
 namespace {

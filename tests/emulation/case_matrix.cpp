@@ -69,4 +69,15 @@ std::vector<AttentionCase> sliceCases() {
   return list;
 }
 
+std::vector<ffpa_tools::Slice> documentsWithPrefix() {
+  constexpr int kFull = 0, kCausal = 1;
+  return {{0, 150, 0, 150, kCausal}, {150, 187, 150, 187, kCausal}, {187, 300, 187, 300, kCausal},
+          {150, 300, 0, 20, kFull}};
+}
+
+std::vector<ffpa_tools::Slice> bandsAndDiagonal() {
+  constexpr int kCausal = 1, kInverse = 2, kBicausal = 3;
+  return {{0, 100, 0, 160, kInverse}, {100, 170, 40, 180, kCausal}, {170, 190, 100, 120, kBicausal}};
+}
+
 }  // namespace emulation_test

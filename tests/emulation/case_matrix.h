@@ -29,6 +29,14 @@ int largestCompiledHeadDim();
 // inverse- and bi-causal slices tiling a square. Batch sizes, layouts, dtypes and schedules vary.
 std::vector<AttentionCase> sliceCases();
 
+// Slice lists for the tests of the sm90 kernels (tiles of 64 rows and keys). Over 300 tokens:
+// three causal documents of 150, 37 and 113 tokens, the last two also seeing a shared prefix of
+// 20 keys (segments over several tiles, tiles across 64-index boundaries, walks of two slices).
+std::vector<ffpa_tools::Slice> documentsWithPrefix();
+// Over 210 rows and 200 keys: an inverse-causal band, a causal block, a bi-causal diagonal; keys
+// 180..199 no row sees, rows 190..209 that see no key.
+std::vector<ffpa_tools::Slice> bandsAndDiagonal();
+
 inline constexpr ffpa_tools::CausalMask kMasks[] = {ffpa_tools::CausalMask::none,
                                                     ffpa_tools::CausalMask::top_left,
                                                     ffpa_tools::CausalMask::bottom_right};

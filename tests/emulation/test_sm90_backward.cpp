@@ -17,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -239,6 +240,61 @@ TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
       FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
   }
+}
+
+TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' tiles") {
+  // The mma.sync kernels' slice cases the sm90 gradient kernels serve: row and key tiles shorter
+  // than 64 at segment ends, walks from queries and keys that are no multiple of 64, queries
+  // that see no key and keys no query sees (gradients exactly 0), one slice kind after another.
+  const auto servesQuery = [](const AttentionCase& c) {
+    return c.shape.dim_qk > 256 && c.shape.dim_qk <= 640 && c.shape.dim_v <= 640;
+  };
+  const auto servesKey = [](const AttentionCase& c) {
+    const int64_t d = std::max(c.shape.dim_qk, c.shape.dim_v);
+    return d > 256 && d <= 512;
+  };
+  int runs = 0;
+  for (const AttentionCase& c : sliceCases()) {
+    if (!servesQuery(c) && !servesKey(c)) continue;
+    runAndCheckBackward(c, servesQuery(c) ? runSm90QueryGradient : nullptr,
+                        servesKey(c) ? runSm90KeyGradient : nullptr);
+    ++runs;
+  }
+  CHECK(runs == 3);
+
+  // GQA: both query heads of the group summed into one dK/dV; every schedule gives the same bits.
+  AttentionCase packed;
+  packed.shape = problem(1, 2, 1, 300, 300, 384, 384, CausalMask::none);
+  packed.shape.slices = documentsWithPrefix();
+  packed.dtype = DType::bfloat16;
+  packed.start = 1600;
+  std::vector<uint8_t> first[3];
+  for (const uint64_t seed : {0u, 5u}) {
+    packed.scheduleSeed = seed;
+    try {
+      const BackwardOutcome outcome = runBackward(packed, runSm90QueryGradient, runSm90KeyGradient);
+      checkBackward(packed, outcome);
+      const std::vector<uint8_t> bits[3] = {bytesOf(outcome.dq), bytesOf(outcome.dk), bytesOf(outcome.dv)};
+      for (int g = 0; g < 3; ++g) {
+        if (first[g].empty()) first[g] = bits[g];
+        CHECK_MESSAGE(bits[g] == first[g], packed.toString() << ": gradient " << g << " differs from schedule 0's");
+      }
+    } catch (const std::exception& e) {
+      FAIL_CHECK(packed.toString() << "\n  " << std::string(e.what()));
+    }
+  }
+  // dQ in clusters of two (d_qk 576), then dK/dV at d 448 / 512 (the 512 instance).
+  AttentionCase clustered;
+  clustered.shape = problem(1, 2, 2, 210, 200, 576, 512, CausalMask::none);
+  clustered.shape.slices = bandsAndDiagonal();
+  clustered.dtype = DType::float16;
+  clustered.start = 1601;
+  runAndCheckBackward(clustered, runSm90QueryGradient);
+  clustered.shape = problem(1, 2, 1, 210, 200, 448, 512, CausalMask::none);
+  clustered.shape.slices = bandsAndDiagonal();
+  clustered.start = 1602;
+  clustered.scheduleSeed = 6;
+  runAndCheckBackward(clustered, nullptr, runSm90KeyGradient);
 }
 
 TEST_SUITE_END();

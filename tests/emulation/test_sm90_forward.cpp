@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -50,6 +51,9 @@ void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::
 
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
   ForwardTensors t = forwardTensors(c);
+  // The case's slices as the library holds them, read by the emulated kernel from the host.
+  const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
+  if (table) t.problem.slices = table.get();
   const ffpa::AttentionProblem& problem = t.problem;
   ForwardOutcome out;
   const std::string refusal = ffpa::sm90::forwardRefusal(problem);
@@ -60,6 +64,7 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
   tensors.v = t.v.data();
   tensors.out = t.o.data();
   tensors.lseOut = static_cast<float*>(t.lse.data());
+  if (table) tensors.slices = table->hostView();
   int exp2Emulated = 0;
   for (const auto& [knob, value] : c.knobs) {
     if (knob == FFPA_POLICY_EXP2_EMULATION) exp2Emulated = static_cast<int>(value);
@@ -201,6 +206,36 @@ TEST_CASE("sm90 forward: exp2 emulated for 1 to 8 of every 8 column groups compu
       ++index;
     }
   }
+}
+
+TEST_CASE("sm90 forward with attention slices: packed batches, shared prefixes, windows, uncovered rows and keys") {
+  // The cases of the mma.sync kernels' slice tests that the Hopper forward serves (d_v > 256):
+  // row tiles shorter than 64 at segment ends, key walks from keys that are no multiple of 64,
+  // keys past the slices' extent and between them, one slice kind after another.
+  int run = 0;
+  for (const AttentionCase& c : sliceCases()) {
+    if (c.shape.dim_v <= 256) continue;
+    runAndCheckSm90(c);
+    ++run;
+  }
+  CHECK(run == 4);
+
+  AttentionCase packed;
+  packed.shape = problem(1, 2, 1, 300, 300, 384, 384, CausalMask::none);
+  packed.shape.slices = documentsWithPrefix();
+  packed.dtype = DType::bfloat16;
+  packed.start = 1020;
+  packed.scheduleSeed = 3;  // warpgroups interleaved
+  runAndCheckSm90(packed, true);
+  AttentionCase clustered;  // clusters of two
+  clustered.shape = problem(2, 1, 1, 210, 200, 640, 640, CausalMask::none);
+  clustered.shape.slices = bandsAndDiagonal();
+  clustered.dtype = DType::float16;
+  clustered.start = 1021;
+  runAndCheckSm90(clustered);
+  clustered.scheduleSeed = 4;
+  clustered.start = 1022;
+  runAndCheckSm90(clustered);
 }
 
 TEST_SUITE_END();

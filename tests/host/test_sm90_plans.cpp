@@ -295,3 +295,26 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
   deterministic.set<int32_t>(FFPA_POLICY_DETERMINISTIC, 1);
   CHECK(describeBackward(deterministic, p).kernel == "sm90.backward.f16.dq512x2.dkdv512x2");
 }
+
+TEST_CASE("attention slices: the sm90 forward and gradient kernels serve them") {
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  REQUIRE_COMPILED(512);
+  HopperHandle h;
+  const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  ffpaAttentionSlices_t slices = nullptr;
+  REQUIRE_OK(ffpaCreateAttentionSlices(h, &slices));
+  const int32_t documents[] = {0, 300, 333, 1000};  // three packed causal documents
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 3, documents, nullptr, FFPA_SLICE_MASK_CAUSAL));
+  Attention attn;
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  const Described fwd = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
+  REQUIRE_MESSAGE(fwd.status == FFPA_STATUS_SUCCESS, fwd.text);
+  CHECK(fwd.kernel == "sm90.forward.bf16.d512");
+  const Described bwd = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
+  REQUIRE_MESSAGE(bwd.status == FFPA_STATUS_SUCCESS, bwd.text);
+  CHECK(bwd.kernel == "sm90.backward.bf16.dq512x2.dkdv512x2");
+  ffpaDestroyAttentionSlices(slices);
+}

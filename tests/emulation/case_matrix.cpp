@@ -80,4 +80,9 @@ std::vector<ffpa_tools::Slice> bandsAndDiagonal() {
   return {{0, 100, 0, 160, kInverse}, {100, 170, 40, 180, kCausal}, {170, 190, 100, 120, kBicausal}};
 }
 
+std::vector<ffpa_tools::Slice> tallSlices() {
+  constexpr int kFull = 0, kInverse = 2, kBicausal = 3;
+  return {{0, 200, 0, 50, kInverse}, {0, 90, 60, 80, kBicausal}, {100, 200, 60, 100, kFull}};
+}
+
 }  // namespace emulation_test

@@ -36,6 +36,11 @@ std::vector<ffpa_tools::Slice> documentsWithPrefix();
 // Over 210 rows and 200 keys: an inverse-causal band, a causal block, a bi-causal diagonal; keys
 // 180..199 no row sees, rows 190..209 that see no key.
 std::vector<ffpa_tools::Slice> bandsAndDiagonal();
+// Over 200 rows and 120 keys, slices with more rows than keys: an inverse-causal slice whose key
+// hull runs past its keys and the tensor (rows 50.. see nothing through it: walks of tiles that
+// are wholly masked, boxes wholly past the tensor), a bi-causal one that shows no pair at all, a
+// full block; keys 50..59 between the slices and 100..119 after them, rows 90..99 that see no key.
+std::vector<ffpa_tools::Slice> tallSlices();
 
 inline constexpr ffpa_tools::CausalMask kMasks[] = {ffpa_tools::CausalMask::none,
                                                     ffpa_tools::CausalMask::top_left,

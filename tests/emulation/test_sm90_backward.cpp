@@ -295,6 +295,13 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
   clustered.start = 1602;
   clustered.scheduleSeed = 6;
   runAndCheckBackward(clustered, nullptr, runSm90KeyGradient);
+  // Both kernels on slices with more rows than keys: wholly masked tiles, keys between slices.
+  AttentionCase tall;
+  tall.shape = problem(1, 2, 1, 200, 120, 512, 512, CausalMask::none);
+  tall.shape.slices = tallSlices();
+  tall.dtype = DType::bfloat16;
+  tall.start = 1603;
+  runAndCheckBackward(tall, runSm90QueryGradient, runSm90KeyGradient);
 }
 
 TEST_SUITE_END();

@@ -236,6 +236,12 @@ TEST_CASE("sm90 forward with attention slices: packed batches, shared prefixes, 
   clustered.scheduleSeed = 4;
   clustered.start = 1022;
   runAndCheckSm90(clustered);
+  AttentionCase tall;
+  tall.shape = problem(1, 2, 1, 200, 120, 512, 512, CausalMask::none);
+  tall.shape.slices = tallSlices();
+  tall.dtype = DType::bfloat16;
+  tall.start = 1023;
+  runAndCheckSm90(tall);
 }
 
 TEST_SUITE_END();

@@ -29,10 +29,9 @@ static_assert(kTileRegisters % 4 == 0, "partial tiles travel in 16-byte stores")
 
 // The query rows of one (batch, head) a CTA (or a cluster of kCluster CTAs) works on, the KV
 // tiles they see, and the 64-column blocks of d_qk and d_v this CTA holds.
-struct RowTile {
-  int firstRow;
-  int rowEnd;        // one past the last row to store: the tensor's end, or the row tile's (slices)
-  int segment;       // the query segment of the rows with slices; -1: none, or no slices
+// The rows are those of the mma.sync kernels' query-major CTAs (sm80::CtaRows: [firstRow, rowEnd)
+// and, with slices, their query segment), so that sm80::keyTileOf walks their KV tiles.
+struct RowTile : ffpa::kernels::sm80::CtaRows {
   int64_t batch;
   int64_t head;
   int64_t kvHead;
@@ -77,17 +76,12 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
 }
 
 // KV tile `tile` of the rows `at`: keys [firstKey, firstKey + 64), seen through slice `slice`
-// (-1: no slices; the tiles then follow each other from key 0).
-struct KeyTile {
-  int firstKey;
-  int slice;
-};
+// (-1: no slices; the tiles then follow each other from key 0). SlicedTiles holds the `slices`
+// the mma.sync kernels' helper reads from their parameters.
+using ffpa::kernels::sm80::KeyTile;
 
 FFPA_DEVICE KeyTile keyTileOf(const SlicedTiles& sliced, const RowTile& at, int tile) {
-  if (sliced.slices.slices == nullptr) return {tile * kKeys, -1};
-  const slices::WalkTile t =
-      slices::walkTile(sliced.slices, true, at.segment, at.firstRow, at.rowEnd - 1, kKeys, tile);
-  return {static_cast<int>(t.first), t.slice};
+  return ffpa::kernels::sm80::keyTileOf(sliced, at, kKeys, tile);
 }
 
 // The keys [begin, end) query row `row` sees in KV tile `t` (empty when end <= begin): those of

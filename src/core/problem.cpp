@@ -95,17 +95,16 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
             "; the slices are the mask: set FFPA_CAUSAL_NONE, or detach the slices");
     // Over a context-parallel sequence the slices mask the whole sequence: P shards of Nq rows.
     const int64_t shards = attn.contextParallel ? attn.contextParallel->ranks() : 1;
-    const auto ofShards = [shards] {
-      return shards > 1 ? cat(" on each of ", shards, " context-parallel ranks") : std::string();
+    // "attn's slices reach <reached> <last> but <has> <size> <unit>".
+    const auto requireWithin = [shards](int64_t extent, int64_t size, const char* reached, const char* has,
+                                        const char* unit) {
+      if (extent <= size * shards) return;
+      fail(FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+           cat("attn's slices reach ", reached, extent - 1, " but ", has, size, unit,
+               shards > 1 ? cat(" on each of ", shards, " context-parallel ranks") : std::string()));
     };
-    if (attn.slices->queryExtent() > p.seqQ * shards) {
-      fail(FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, cat("attn's slices reach query row ", attn.slices->queryExtent() - 1,
-                                                     " but qDesc has Nq = ", p.seqQ, " rows", ofShards()));
-    }
-    if (attn.slices->keyExtent() > p.seqKv * shards) {
-      fail(FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH, cat("attn's slices reach key ", attn.slices->keyExtent() - 1,
-                                                     " but kDesc has Nkv = ", p.seqKv, " keys", ofShards()));
-    }
+    requireWithin(attn.slices->queryExtent(), p.seqQ, "query row ", "qDesc has Nq = ", " rows");
+    requireWithin(attn.slices->keyExtent(), p.seqKv, "key ", "kDesc has Nkv = ", " keys");
     p.slices = attn.slices.get();
   }
   p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));

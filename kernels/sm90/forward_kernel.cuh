@@ -127,7 +127,6 @@ struct ForwardKernel {
   template <bool kMayEmulate>
   static FFPA_DEVICE void consume0(const ForwardParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    const int qkSteps = columnsHeld(p.headDimQk, at.qk) / 16;  // k16 steps over the CTA's d_qk share
     float o[kColumns0 / 2];
     for (float& value : o) value = 0.0f;
     float max[2] = {kNegativeInfinity, kNegativeInfinity};
@@ -137,7 +136,7 @@ struct ForwardKernel {
       float score[kTileRegisters];
       const KeyTile keys = keyTileOf(p.sliced, at, tile);
       mbarrierWait(s.barrier(kKFull), tile & 1);
-      scoreProduct<Tag>(score, s.q, s.k, qkSteps);
+      scoreProduct<Tag>(score, s.q, s.k, at.qk.count);
       mbarrierArrive(s.barrier(kKEmpty));
       if constexpr (kCluster > 1) {
         exchangePartial(s.exchange, score, at.rank, tile, at.tiles);

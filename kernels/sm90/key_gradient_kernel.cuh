@@ -201,7 +201,6 @@ struct KeyGradientKernel {
   // Consumer 0: S^T, P^T, dS^T, and the first columns of dV and dK.
   static FFPA_DEVICE void consume0(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    const int qkSteps = columnsHeld(p.headDimQk, at.qk) / 16;
     float dv[kColumns0 / 2], dk[kColumns0 / 2];
     for (float& value : dv) value = 0.0f;
     for (float& value : dk) value = 0.0f;
@@ -212,7 +211,7 @@ struct KeyGradientKernel {
       queryStats(p, at, t, me, 1, __builtin_huge_valf(), lse2);
       float tile[kTileRegisters];  // S^T, then P^T, then dS^T
       mbarrierWait(s.barrier(kKeyQFull), step & 1);
-      scoreProduct<Tag>(tile, s.k, s.q, qkSteps);
+      scoreProduct<Tag>(tile, s.k, s.q, at.qk.count);
       exchangePartial(s.scores, tile, at.rank, step, at.steps);
 
       #pragma unroll
@@ -251,7 +250,6 @@ struct KeyGradientKernel {
   // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK.
   static FFPA_DEVICE void consume1(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    const int vSteps = columnsHeld(p.headDimV, at.v) / 16;
     constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
     float dv[kColumns1 / 2], dk[kColumns1 / 2];
     for (float& value : dv) value = 0.0f;
@@ -263,7 +261,7 @@ struct KeyGradientKernel {
       queryStats(p, at, t, me, 0, 0.0f, delta);
       float dp[kTileRegisters];
       mbarrierWait(s.barrier(kKeyDOFull), step & 1);
-      scoreProduct<Tag>(dp, s.v, s.dO, vSteps);
+      scoreProduct<Tag>(dp, s.v, s.dO, at.v.count);
       exchangePartial(s.gradients, dp, at.rank, step, at.steps);
 
       // Register 4 j + 2 half + e holds query column 8 j + 2 quad + e (sm90/ptx.cuh).

@@ -130,7 +130,6 @@ struct QueryGradientKernel {
   // Consumer 0: S, P, dS and the first dQ columns.
   static FFPA_DEVICE void consume0(const QueryGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    const int qkSteps = columnsHeld(p.headDimQk, at.qk) / 16;
     float lse2[2];  // +inf for rows that see no key or do not exist: P = exp2(-inf) = 0
     rowStats(p, at, me, 1, __builtin_huge_valf(), lse2);
     float dq[kColumns0 / 2];
@@ -140,7 +139,7 @@ struct QueryGradientKernel {
       float t[kTileRegisters];  // S, then P, then dS
       const KeyTile keys = keyTileOf(p.sliced, at, tile);
       mbarrierWait(s.barrier(kGradKFull), tile & 1);
-      scoreProduct<Tag>(t, s.q, s.k, qkSteps);
+      scoreProduct<Tag>(t, s.q, s.k, at.qk.count);
       if constexpr (kCluster > 1) exchangePartial(s.scores, t, at.rank, tile, at.tiles);
 
       #pragma unroll
@@ -177,7 +176,6 @@ struct QueryGradientKernel {
   // Consumer 1: dP - delta for consumer 0, and the other dQ columns.
   static FFPA_DEVICE void consume1(const QueryGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    const int vSteps = columnsHeld(p.headDimV, at.v) / 16;
     float delta[2];
     rowStats(p, at, me, 0, 0.0f, delta);
     float dq[kColumns1 / 2];
@@ -186,7 +184,7 @@ struct QueryGradientKernel {
     for (int tile = 0; tile < at.tiles; ++tile) {
       float dp[kTileRegisters];
       mbarrierWait(s.barrier(kGradVFull), tile & 1);
-      scoreProduct<Tag>(dp, s.dO, s.v, vSteps);
+      scoreProduct<Tag>(dp, s.dO, s.v, at.v.count);
       mbarrierArrive(s.barrier(kGradVEmpty));
       if constexpr (kCluster > 1) exchangePartial(s.gradients, dp, at.rank, tile, at.tiles);
 

@@ -192,22 +192,28 @@ FFPA_DEVICE Lane lane() {
   return {t / 32, t % 32 / 4, t % 4};
 }
 
-// S[64, 64] = A[64, k] B[64, k]^T over `steps` k16 steps (k = 16 * steps), both operands K-major
-// 64-column blocks kBlockBytes apart (Q and K, or dO and V). Zero when steps is 0 (a CTA of a
-// cluster holding no block of the head dim).
+// S[64, 64] = A[64, k] B[64, k]^T over `blocks` 64-column blocks (k = 64 * blocks), both operands
+// K-major blocks kBlockBytes apart (Q and K, or dO and V). The columns of the last block past the
+// head dim read as zeros (TMA fills them), so whole blocks are multiplied. Zero when blocks is 0 (a
+// CTA of a cluster holding no block of the head dim).
+// One wgmma.fence per block, in the loop, and the four k16 steps of a block unrolled: a runtime
+// loop of single steps makes ptxas inject a warpgroup.arrive before every wgmma (C7519).
 template <class Tag>
-FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int steps) {
+FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int blocks) {
   wgmmaFenceOperands(s);
-  wgmmaFence();
-  for (int step = 0; step < steps; ++step) {
-    const uint32_t offset = (step / 4) * kBlockBytes + (step % 4) * 32;
-    wgmmaSS<kKeys, false>(s, matrixDescriptor(a + offset, 16, 1024), matrixDescriptor(b + offset, 16, 1024),
-                          step > 0, Tag());
+  for (int block = 0; block < blocks; ++block) {
+    wgmmaFence();
+    #pragma unroll
+    for (int step = 0; step < kBlockColumns / 16; ++step) {
+      const uint32_t offset = block * kBlockBytes + step * 32;  // k16 step: 32 bytes into the rows
+      wgmmaSS<kKeys, false>(s, matrixDescriptor(a + offset, 16, 1024), matrixDescriptor(b + offset, 16, 1024),
+                            block > 0 || step > 0, Tag());
+    }
   }
   wgmmaCommit();
   wgmmaWait<0>();
   wgmmaFenceOperands(s);
-  if (steps == 0) {
+  if (blocks == 0) {
     for (float& value : s) value = 0.0f;
   }
 }
@@ -216,6 +222,7 @@ FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b
 // storeTile16), B N-major 64-column blocks kBlockBytes apart (V for O += P V, K for dQ += dS K).
 template <int N, class Tag>
 FFPA_DEVICE void accumulateKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
+  wgmmaFenceOperands(d);  // the caller's rescaling of d stays before the fence
   wgmmaFence();
   #pragma unroll
   for (int step = 0; step < kKeys / 16; ++step) {

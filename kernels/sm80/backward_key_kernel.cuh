@@ -51,19 +51,15 @@ struct KeyGradientKernel {
   static_assert(kQueryTiles == 1 || kQueryTiles % 2 == 0, "queries are loaded 16 at a time");
   static_assert(kQueries % 16 == 0, "P^T dO: k16 steps");
 
-  struct Coordinates {
-    int firstKey;  // of the CTA
-    int keyEnd;    // one past its last key to store (the tensor's end, or its key tile's)
-    int segment;   // with slices: the key-axis segment of its keys (-1: keys no slice covers)
-    int warpRow;   // first key of the warp's row group, relative to the CTA
+  // The CTA's keys and the query tiles it walks (CtaKeys), and the thread's place.
+  struct Coordinates : CtaKeys {
+    int warpRow;  // first key of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
     int group;  // lane / 4
     int quad;   // lane % 4
     int64_t batch;
     int64_t kvHead;
-    int firstQueryTile;  // the first Q tile that sees any of the CTA's keys (no slices)
-    int queryTiles;      // per query head (from firstQueryTile without slices)
     const Element* k;
     const Element* v;
     Element* dk;
@@ -77,31 +73,11 @@ struct KeyGradientKernel {
     c.colWarp = role.colWarp;
     c.group = role.group;
     c.quad = role.quad;
-    c.firstKey = blockIndexX() * kKeys;
-    c.keyEnd = p.seqKv;
-    c.segment = -1;
+    static_cast<CtaKeys&>(c) = ctaKeys(p, p.slices, p.keyTiles, p.keyTileCount, blockIndexX(), kKeys, kQueries);
     c.warpRow = c.rowGroup * 16;
     const GridPosition position = gridPosition(p.gridDnhb, p.headsKv);
     c.batch = position.batch;
     c.kvHead = position.head;
-    c.firstQueryTile = 0;
-    if (sliced(p)) {
-      const slices::AxisTile tile =
-          slices::ctaTile(p.slices.keys, p.keyTiles, p.keyTileCount, blockIndexX(), kKeys, p.seqKv);
-      c.firstKey = tile.begin;
-      c.keyEnd = tile.end;
-      c.segment = tile.segment;
-      c.queryTiles = slices::walkTiles(p.slices, false, c.segment, c.firstKey, c.keyEnd - 1, kQueries);
-    } else {
-      // Query i sees key j iff j <= i + causalOffset: the CTA's first key is seen from query
-      // firstKey - causalOffset on, and every later query sees at least as many keys.
-      const int allTiles = (p.seqQ + kQueries - 1) / kQueries;
-      int64_t firstQuery = 0;
-      if (p.causal) firstQuery = int64_t(c.firstKey) - p.causalOffset;
-      if (firstQuery < 0) firstQuery = 0;
-      c.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kQueries);
-      c.queryTiles = allTiles - c.firstQueryTile;
-    }
     c.k = static_cast<const Element*>(p.k) + c.batch * p.kStrides[0] + c.kvHead * p.kStrides[1] +
           int64_t(c.firstKey) * p.kStrides[2];
     c.v = static_cast<const Element*>(p.v) + c.batch * p.vStrides[0] + c.kvHead * p.vStrides[1] +
@@ -112,29 +88,14 @@ struct KeyGradientKernel {
   }
 
   static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
-  static FFPA_DEVICE bool sliced(const BackwardParams& p) { return p.slices.slices != nullptr; }
 
   // A tile of the loop: query head `head` (of the whole problem) and its Q tile of queries
   // [firstQuery, firstQuery + Bq), seen through slice `slice` (-1: no slices).
-  struct Tile {
-    int64_t head;
-    int firstQuery;
-    int slice;
-  };
+  using Tile = QueryTile;
   static FFPA_DEVICE Tile tileOf(const BackwardParams& p, const Coordinates& c, int tile) {
-    const int64_t head = c.kvHead * p.groupSize + tile / c.queryTiles;
-    const int inHead = tile % c.queryTiles;
-    if (!sliced(p)) return {head, (c.firstQueryTile + inHead) * kQueries, -1};
-    const slices::WalkTile t = slices::walkTile(p.slices, false, c.segment, c.firstKey, c.keyEnd - 1, kQueries, inHead);
-    return {head, static_cast<int>(t.first), t.slice};
+    return queryTileOf(p.slices, c, c.kvHead, p.groupSize, kQueries, tile);
   }
 
-  // The queries [begin, end) that see key `key` (< keyEnd): through slice `slice` when it is
-  // >= 0, else every query under the causal mask.
-  static FFPA_DEVICE slices::KeySpan queriesSeeing(const BackwardParams& p, int slice, int64_t key) {
-    if (slice >= 0) return slices::querySpan(p.slices.slices[slice], key);
-    return {p.causal ? key - p.causalOffset : 0, p.seqQ};
-  }
   static FFPA_DEVICE const Element* queryRows(const void* base, const int64_t (&strides)[3],
                                               const Coordinates& c, const Tile& t) {
     return static_cast<const Element*>(base) + c.batch * strides[0] + t.head * strides[1] +
@@ -231,7 +192,7 @@ struct KeyGradientKernel {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int key = c.firstKey + c.warpRow + c.group + 8 * half;
-      seenBy[half] = key < c.keyEnd ? queriesSeeing(p, t.slice, key) : slices::KeySpan{0, 0};
+      seenBy[half] = key < c.keyEnd ? queriesSeeing(p, p.slices, t.slice, key) : slices::KeySpan{0, 0};
     }
 #pragma unroll
     for (int n = 0; n < kQueryTiles; ++n) {

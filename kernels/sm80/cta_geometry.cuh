@@ -1,5 +1,7 @@
 // Where a CTA of the tiled kernels works, which tiles its rows meet under a causal mask, and which
-// keys of a tile each row sees.
+// keys of a tile each row sees; for the key-major dK/dV kernels, the mirror: which query tiles a
+// CTA's keys meet, and which queries see each key. Shared by the mma.sync kernels and the Hopper
+// kernels (kernels/sm90), whose CTAs cover the same rows and keys.
 //
 // The tiled kernels arrange their warps as row groups of 16 rows with kColWarps column warps
 // each, and launch grids (tiles, B * H) or (tiles, H, B).
@@ -122,6 +124,68 @@ FFPA_DEVICE RowKeyMask rowKeyMask(const Params& p, int slice, const CtaRows& r, 
     }
   }
   return m;
+}
+
+// The keys of a key-major CTA (dK/dV) of `keys` keys, and the query tiles of `tileQueries`
+// queries it walks per query head. Without slices: keys from cta * keys on, query tiles from the
+// first that sees any of them under the causal mask (query i sees key j iff j <= i +
+// causalOffset: the first key is seen from query firstKey - causalOffset on, and every later query
+// sees at least as many keys). With slices (`view`, and `tiles`, the key axis' table for `keys`):
+// key tile `cta` of the key segments, then the CTAs past the slices' key extent, walking the
+// query hull of each slice covering the segment in turn.
+struct CtaKeys {
+  int firstKey;
+  int keyEnd;          // one past the last key to store (the tensor's end, or the key tile's)
+  int segment;         // -1: keys no slice covers, or no slices
+  int firstQueryTile;  // without slices: the first query tile that sees any of the keys
+  int queryTiles;      // per query head; 0 when no query sees the keys
+};
+
+template <class Params>
+FFPA_DEVICE CtaKeys ctaKeys(const Params& p, const slices::SliceView& view, const slices::AxisTile* tiles,
+                            int tileCount, int cta, int keys, int tileQueries) {
+  CtaKeys c{cta * keys, p.seqKv, -1, 0, 0};
+  if (view.slices != nullptr) {
+    const slices::AxisTile tile = slices::ctaTile(view.keys, tiles, tileCount, cta, keys, p.seqKv);
+    c.firstKey = tile.begin;
+    c.keyEnd = tile.end;
+    c.segment = tile.segment;
+    c.queryTiles = slices::walkTiles(view, false, c.segment, c.firstKey, c.keyEnd - 1, tileQueries);
+    return c;
+  }
+  const int allTiles = (p.seqQ + tileQueries - 1) / tileQueries;
+  int64_t firstQuery = p.causal ? int64_t(c.firstKey) - p.causalOffset : 0;
+  if (firstQuery < 0) firstQuery = 0;
+  c.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / tileQueries);
+  c.queryTiles = c.firstKey < p.seqKv ? allTiles - c.firstQueryTile : 0;
+  return c;
+}
+
+// Step `step` of a key-major CTA `c` over the query tiles of all `groupSize` query heads of KV
+// head `kvHead`: the query head, the tile's first query, and the slice it is seen through (-1:
+// no slices; the tiles then follow each other from firstQueryTile).
+struct QueryTile {
+  int64_t head;
+  int firstQuery;
+  int slice;
+};
+
+FFPA_DEVICE QueryTile queryTileOf(const slices::SliceView& view, const CtaKeys& c, int64_t kvHead, int groupSize,
+                                  int tileQueries, int step) {
+  const int64_t head = kvHead * groupSize + step / c.queryTiles;
+  const int tile = step % c.queryTiles;
+  if (view.slices == nullptr) return {head, (c.firstQueryTile + tile) * tileQueries, -1};
+  const slices::WalkTile t = slices::walkTile(view, false, c.segment, c.firstKey, c.keyEnd - 1, tileQueries, tile);
+  return {head, static_cast<int>(t.first), t.slice};
+}
+
+// The queries [begin, end) that see key `key` (below the CTA's keyEnd) in a key-major kernel:
+// through slice `slice` of `view` when it is >= 0, else every query under the causal mask (begin
+// is then not clamped to [0, seqQ]).
+template <class Params>
+FFPA_DEVICE slices::KeySpan queriesSeeing(const Params& p, const slices::SliceView& view, int slice, int64_t key) {
+  if (slice >= 0) return slices::querySpan(view.slices[slice], key);
+  return {p.causal ? key - p.causalOffset : 0, p.seqQ};
 }
 
 }  // namespace ffpa::kernels::sm80

@@ -54,25 +54,18 @@ struct KeyGradientKernel {
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
 
-  struct Position {
-    int firstKey;
-    int keyEnd;         // one past the last key to store: the tensor's end, or the key tile's (slices)
-    int segment;        // the key segment of the keys with slices; -1: none, or no slices
+  // The cluster's keys and the 64-query tiles they meet (those of the mma.sync dK/dV kernel's
+  // key-major CTAs: sm80::CtaKeys), and this CTA's share of the head dims.
+  struct Position : ffpa::kernels::sm80::CtaKeys {
     int64_t batch;
     int64_t kvHead;
-    int rank;           // in the cluster
-    BlockShare qk, v;   // the 64-column blocks of d_qk and d_v the CTA holds
-    int firstQueryTile; // without slices: the first 64-query tile that sees any of the CTA's keys
-    int queryTiles;     // per query head (from firstQueryTile, or of the slices' walk)
-    int steps;          // query tiles of all the group's heads
+    int rank;          // in the cluster
+    BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
+    int steps;         // query tiles of all the group's heads
   };
 
   // The query head, first query and slice (-1: none, the causal rule) of step `step`.
-  struct Step {
-    int64_t head;
-    int firstQuery;
-    int slice;
-  };
+  using Step = ffpa::kernels::sm80::QueryTile;
 
   // The queries [begin, end) that see key `key` in step `t` (empty when end <= begin): those of
   // the step's slice, else [0, seqQ) cut by the causal mask, none for keys past the tensor.
@@ -102,50 +95,25 @@ struct KeyGradientKernel {
     const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsKv);
     Position at;
     at.rank = clusterRank();
-    at.firstKey = blockIndexX() / kCluster * kRows;
+    static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
+        p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys);
     at.batch = grid.batch;
     at.kvHead = grid.head;
     at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
     at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
-    at.keyEnd = p.seqKv;
-    at.segment = -1;
-    at.firstQueryTile = 0;
-    if (p.sliced.slices.slices != nullptr) {
-      const slices::AxisTile keys = slices::ctaTile(p.sliced.slices.keys, p.sliced.tiles, p.sliced.tileCount,
-                                                    blockIndexX() / kCluster, kRows, p.seqKv);
-      at.firstKey = keys.begin;
-      at.keyEnd = keys.end;
-      at.segment = keys.segment;
-      at.queryTiles = slices::walkTiles(p.sliced.slices, false, keys.segment, keys.begin, keys.end - 1, kKeys);
-    } else {
-      const int allTiles = (p.seqQ + kKeys - 1) / kKeys;
-      int64_t firstQuery = p.causal ? int64_t(at.firstKey) - p.causalOffset : 0;
-      if (firstQuery < 0) firstQuery = 0;
-      at.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / kKeys);
-      at.queryTiles = at.firstKey < p.seqKv ? allTiles - at.firstQueryTile : 0;
-    }
     at.steps = p.groupSize * at.queryTiles;
     return at;
   }
 
   static FFPA_DEVICE Step stepOf(const KeyGradientParams& p, const Position& at, int step) {
-    const int64_t head = at.kvHead * p.groupSize + step / at.queryTiles;
-    const int tile = step % at.queryTiles;
-    if (p.sliced.slices.slices == nullptr) return {head, (at.firstQueryTile + tile) * kKeys, -1};
-    const slices::WalkTile t =
-        slices::walkTile(p.sliced.slices, false, at.segment, at.firstKey, at.keyEnd - 1, kKeys, tile);
-    return {head, static_cast<int>(t.first), t.slice};
+    return ffpa::kernels::sm80::queryTileOf(p.sliced.slices, at, at.kvHead, p.groupSize, kKeys, step);
   }
 
   static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Step& t, int key) {
-    if (t.slice >= 0) {
-      const slices::KeySpan span = slices::querySpan(p.sliced.slices.slices[t.slice], key);
-      return {static_cast<int>(span.begin), static_cast<int>(span.end)};
-    }
-    if (key >= p.seqKv) return {0, 0};
-    int64_t begin = p.causal ? key - p.causalOffset : 0;  // key <= query + causalOffset
-    if (begin < 0) begin = 0;
-    return {static_cast<int>(begin < p.seqQ ? begin : p.seqQ), p.seqQ};
+    if (t.slice < 0 && key >= p.seqKv) return {0, 0};  // a key past the tensor
+    const slices::KeySpan span = ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, t.slice, key);
+    const int64_t begin = span.begin < 0 ? 0 : span.begin;  // the causal rule's may be below 0
+    return {static_cast<int>(begin < span.end ? begin : span.end), static_cast<int>(span.end)};
   }
 
   // --- producer ---------------------------------------------------------------------------------

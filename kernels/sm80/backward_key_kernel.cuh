@@ -192,7 +192,7 @@ struct KeyGradientKernel {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int key = c.firstKey + c.warpRow + c.group + 8 * half;
-      seenBy[half] = key < c.keyEnd ? queriesSeeing(p, p.slices, t.slice, key) : slices::KeySpan{0, 0};
+      seenBy[half] = queriesSeeing(p, p.slices, c, t.slice, key);
     }
 #pragma unroll
     for (int n = 0; n < kQueryTiles; ++n) {

@@ -179,11 +179,14 @@ FFPA_DEVICE QueryTile queryTileOf(const slices::SliceView& view, const CtaKeys& 
   return {head, static_cast<int>(t.first), t.slice};
 }
 
-// The queries [begin, end) that see key `key` (below the CTA's keyEnd) in a key-major kernel:
-// through slice `slice` of `view` when it is >= 0, else every query under the causal mask (begin
-// is then not clamped to [0, seqQ]).
+// The queries [begin, end) that see key `key` of a key-major CTA `c` (empty when end <= begin):
+// none for keys from c.keyEnd on (another segment's, or past the tensor), else those of slice
+// `slice` of `view` when it is >= 0, else every query under the causal mask (begin is then not
+// clamped to [0, seqQ]).
 template <class Params>
-FFPA_DEVICE slices::KeySpan queriesSeeing(const Params& p, const slices::SliceView& view, int slice, int64_t key) {
+FFPA_DEVICE slices::KeySpan queriesSeeing(const Params& p, const slices::SliceView& view, const CtaKeys& c, int slice,
+                                          int64_t key) {
+  if (key >= c.keyEnd) return {0, 0};
   if (slice >= 0) return slices::querySpan(view.slices[slice], key);
   return {p.causal ? key - p.causalOffset : 0, p.seqQ};
 }

@@ -67,8 +67,8 @@ struct KeyGradientKernel {
   // The query head, first query and slice (-1: none, the causal rule) of step `step`.
   using Step = ffpa::kernels::sm80::QueryTile;
 
-  // The queries [begin, end) that see key `key` in step `t` (empty when end <= begin): those of
-  // the step's slice, else [0, seqQ) cut by the causal mask, none for keys past the tensor.
+  // The queries [begin, end) that see key `key` in step `t` (empty when end <= begin):
+  // sm80::queriesSeeing clamped to [0, seqQ] (none for keys past the cluster's keys).
   struct VisibleQueries {
     int begin, end;
     FFPA_DEVICE bool holds(int query) const { return query >= begin && query < end; }
@@ -109,9 +109,9 @@ struct KeyGradientKernel {
     return ffpa::kernels::sm80::queryTileOf(p.sliced.slices, at, at.kvHead, p.groupSize, kKeys, step);
   }
 
-  static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Step& t, int key) {
-    if (t.slice < 0 && key >= p.seqKv) return {0, 0};  // a key past the tensor
-    const slices::KeySpan span = ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, t.slice, key);
+  static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Position& at, const Step& t,
+                                                   int key) {
+    const slices::KeySpan span = ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key);
     const int64_t begin = span.begin < 0 ? 0 : span.begin;  // the causal rule's may be below 0
     return {static_cast<int>(begin < span.end ? begin : span.end), static_cast<int>(span.end)};
   }
@@ -184,7 +184,7 @@ struct KeyGradientKernel {
 
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const VisibleQueries visible = visibleQueries(p, t, at.firstKey + me.row(half));
+        const VisibleQueries visible = visibleQueries(p, at, t, at.firstKey + me.row(half));
         #pragma unroll
         for (int j = 0; j < kKeys / 8; ++j) {
           #pragma unroll

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/launch_grid.h"
+#include "sm80/resolve_common.h"
 #include "sm90/row_maps.h"
 #include "sm90/sliced_tiles.h"
 
@@ -34,6 +35,8 @@ std::string forwardRefusal(const AttentionProblem& p) {
       !rowMapAddressable(p.v, p.headDimV, p.seqKv, p.headsKv, p.batch)) {
     return "TMA needs Q, K and V strides (batch, head, row) that are positive multiples of 16 bytes";
   }
+  // O is written in 4-byte element pairs, as by the mma.sync kernels.
+  if (auto why = sm80::strideProblem({{"O", p.o, 2}})) return *why;
   return {};
 }
 

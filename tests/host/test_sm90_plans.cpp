@@ -137,6 +137,14 @@ TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels
   REQUIRE(padded648.status == FFPA_STATUS_SUCCESS);
   CHECK(padded648.kernel.rfind("sm90", 0) != 0);
   CHECK_HAS(sm90Skip(padded648), "strides (batch, head, row) that are positive multiples of 16 bytes");
+  // O is stored in 4-byte pairs: an odd row stride keeps the sm90 kernel out.
+  const Tensor q320(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}), k320(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}),
+      v320(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d});
+  const Tensor oddRows(FFPA_DATA_TYPE_FLOAT16, {1, 4, rows, d}, {4 * rows * 321, rows * 321, 321, 1});
+  const Described oddO = describeForward(h, q320, k320, v320, oddRows, lse);
+  REQUIRE(oddO.status == FFPA_STATUS_SUCCESS);
+  CHECK(oddO.kernel.rfind("sm90", 0) != 0);
+  CHECK_HAS(sm90Skip(oddO), "O strides must be multiples of 2 elements (4 bytes); stride 2 is 321");
   // An Ampere device never gets sm_90a code.
   HopperHandle a100(describedA100());
   const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);

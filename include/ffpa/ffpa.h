@@ -1030,8 +1030,12 @@ FFPA_API ffpaStatus_t ffpaGetAttentionForwardWorkspaceSize(
  *
  * Enqueues the work on the handle's stream; never allocates device memory or synchronizes.
  * A query row that sees no key (bottom-right causal with `Nq > Nkv`) gets O = 0 and
- * LSE = -infinity. NaN or infinity in an input propagates: the output rows it reaches are NaN
- * (#FFPA_POLICY_SANITY_CHECK reports it as an error instead).
+ * LSE = -infinity. NaN or infinity in an input propagates (#FFPA_POLICY_SANITY_CHECK reports it
+ * as an error instead). In a query row it makes that row's O and LSE NaN, and only that row's; in
+ * a key row, the rows that see that key. In a value row it reaches the rows that see its key and
+ * may reach rows of the same tile that do not, a row that sees no key included (their weight 0
+ * times a NaN or infinite value is NaN): which of those depends on the kernel and on the
+ * reference path's chunking.
  *
  * @param handle         The handle.
  * @param attn           The attention descriptor.
@@ -1384,7 +1388,8 @@ typedef enum ffpaSharding_t FFPA_ENUM_TYPE {
  *
  * Reads the rank and the number of ranks from @p comm, and creates a stream and four events on
  * the handle's device (so it allocates; do it once). The communicator must belong to the
- * handle's device and outlive every call that uses the object; libffpa never destroys it.
+ * handle's device (checked), be a blocking one (NCCL's default: not made with
+ * `config.blocking = 0`) and outlive every call that uses the object; libffpa never destroys it.
  *
  * @param handle   A handle that executes (not made with ffpaCreateForDevice()).
  * @param[out] cp  Receives the object; set to NULL on failure.
@@ -1394,8 +1399,9 @@ typedef enum ffpaSharding_t FFPA_ENUM_TYPE {
  * @return #FFPA_STATUS_SUCCESS; #FFPA_STATUS_BAD_PARAM_NULL_POINTER;
  *         #FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND for an unknown @p sharding;
  *         #FFPA_STATUS_BAD_PARAM_INVALID_HANDLE; #FFPA_STATUS_NOT_INITIALIZED_NO_DEVICE for a
- *         handle made for a described device; #FFPA_STATUS_NOT_SUPPORTED for a library built
- *         without NCCL; #FFPA_STATUS_EXECUTION_FAILED_NCCL; #FFPA_STATUS_EXECUTION_FAILED_CUDA.
+ *         handle made for a described device; #FFPA_STATUS_BAD_PARAM when @p comm belongs to
+ *         another device; #FFPA_STATUS_NOT_SUPPORTED for a library built without NCCL;
+ *         #FFPA_STATUS_EXECUTION_FAILED_NCCL; #FFPA_STATUS_EXECUTION_FAILED_CUDA.
  */
 FFPA_API ffpaStatus_t ffpaCreateContextParallel(ffpaHandle_t handle, ffpaContextParallel_t* cp,
                                                 struct ncclComm* comm, ffpaSharding_t sharding);

@@ -53,7 +53,7 @@ FFPA_API ffpaStatus_t ffpaCreateContextParallel(ffpaHandle_t handle, ffpaContext
     ffpa::requireNotNull(comm, "comm");
     context.executableRuntime();  // throws for a described device
 #if FFPA_HAVE_NCCL
-    auto transport = ffpa::cp::ncclTransport(comm);
+    auto transport = ffpa::cp::ncclTransport(comm, context.device().ordinal);
     const int32_t ranks = transport->ranks();
     const int32_t rank = transport->rank();
     *cp = wrap(std::make_shared<ffpa::cp::ContextParallel>(context.device().ordinal, ranks, rank, how,

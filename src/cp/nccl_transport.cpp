@@ -14,7 +14,12 @@ void checkNccl(ncclResult_t result, const char* what) {
 
 class NcclTransport final : public Transport {
  public:
-  explicit NcclTransport(ncclComm_t comm) : comm_(comm) {
+  NcclTransport(ncclComm_t comm, int32_t device) : comm_(comm) {
+    int commDevice = -1;
+    checkNccl(ncclCommCuDevice(comm, &commDevice), "ncclCommCuDevice");
+    // NCCL would be handed buffers of another device: an error or a hang far from the cause.
+    require(commDevice == device, FFPA_STATUS_BAD_PARAM, "comm belongs to CUDA device ", commDevice,
+            "; the handle's device is ", device, " (one communicator per device, as ncclCommInitRank makes them)");
     checkNccl(ncclCommCount(comm, &ranks_), "ncclCommCount");
     checkNccl(ncclCommUserRank(comm, &rank_), "ncclCommUserRank");
   }
@@ -46,6 +51,8 @@ class NcclTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> ncclTransport(ncclComm* comm) { return std::make_unique<NcclTransport>(comm); }
+std::unique_ptr<Transport> ncclTransport(ncclComm* comm, int32_t device) {
+  return std::make_unique<NcclTransport>(comm, device);
+}
 
 }  // namespace ffpa::cp

@@ -20,6 +20,12 @@ BackwardInstance describeBackwardInstance() {
   return {kHeadDim, isHalf ? FFPA_DATA_TYPE_FLOAT16 : FFPA_DATA_TYPE_BFLOAT16, nullptr, nullptr, nullptr};
 }
 
+// The translation unit (of kBackwardParts) an instance is compiled in: one per dtype.
+template <class Tag>
+constexpr int backwardPartOf() {
+  return std::is_same_v<Tag, ffpa::kernels::HalfTag> ? 0 : 1;
+}
+
 template <int kHeadDim, class Visitor>
 void visitBackwardInstances(Visitor& visitor) {
   visitor.template instance<ffpa::kernels::HalfTag, kHeadDim>();

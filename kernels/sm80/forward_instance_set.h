@@ -31,6 +31,14 @@ ForwardInstance describeForwardInstance() {
           kPipeKv, kQInRegisters, kVInRegisters, nullptr};
 }
 
+// The translation unit (of kForwardParts) an instance is compiled in: fp16 with fp32
+// accumulation, fp16 with an fp16 accumulator, bf16.
+template <class Tag, bool kQkF16, bool kPvF16>
+constexpr int forwardPartOf() {
+  if constexpr (!std::is_same_v<Tag, ffpa::kernels::HalfTag>) return 2;
+  return kQkF16 || kPvF16 ? 1 : 0;
+}
+
 template <class Tag, int kHeadDimV, bool kSmall, class Visitor>
 void visitFragmentVariants(Visitor& visitor) {
   visitor.template instance<Tag, kHeadDimV, false, false, false, false, kSmall>();

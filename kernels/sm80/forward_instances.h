@@ -1,6 +1,7 @@
 // The compiled instances of the sm80 forward kernel, as the planner sees them. Each head dim of
-// the build's kernel set has a generated translation unit (forward_instances.cu.in) that appends
-// its instances; instances of head dims with the same tile shape are the same kernels.
+// the build's kernel set has kForwardParts generated translation units (forward_instances.cu.in),
+// each appending its part of the head dim's instances; instances of head dims with the same tile
+// shape are the same kernels.
 #pragma once
 
 #include "sm80/forward_params.h"
@@ -22,5 +23,14 @@ struct ForwardInstance {
 };
 
 using ForwardInstanceList = std::vector<ForwardInstance>;
+
+// The instances of one head dim are split over this many translation units (forwardPartOf in
+// forward_instance_set.h says which instance goes where), so that a build on many cores is not
+// held up by one large unit. kernels/meson.build generates as many.
+inline constexpr int kForwardParts = 3;
+
+// Appends part kPart of head dim kHeadDim's instances (defined in the generated units).
+template <int kHeadDim, int kPart>
+void appendForwardInstances(ForwardInstanceList& out);
 
 }  // namespace ffpa::sm80

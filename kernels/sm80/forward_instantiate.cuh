@@ -1,5 +1,5 @@
 // The CUDA instances of one head dim: forward_instance_set.h's set, each as a __global__ kernel
-// whose address the planner launches.
+// whose address the planner launches; one part of them per translation unit (kForwardParts).
 #pragma once
 
 #include "sm80/forward_instance_set.h"
@@ -7,24 +7,29 @@
 
 namespace ffpa::sm80 {
 
+template <int kPart>
 struct CompiledForwardInstances {
   ForwardInstanceList& out;
 
   template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
             bool kVInRegisters>
   void instance() {
-    ForwardInstance described = describeForwardInstance<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
-                                                        kQInRegisters, kVInRegisters>();
-    described.kernel = reinterpret_cast<const void*>(
-        &ffpa::kernels::sm80::forwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
-                                            kQInRegisters, kVInRegisters>);
-    out.push_back(described);
+    // Instances of the other parts are not even instantiated here.
+    if constexpr (forwardPartOf<Tag, kQkF16, kPvF16>() == kPart) {
+      ForwardInstance described = describeForwardInstance<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
+                                                          kQInRegisters, kVInRegisters>();
+      described.kernel = reinterpret_cast<const void*>(
+          &ffpa::kernels::sm80::forwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
+                                              kQInRegisters, kVInRegisters>);
+      out.push_back(described);
+    }
   }
 };
 
-template <int kHeadDim>
+template <int kHeadDim, int kPart>
 void appendForwardInstances(ForwardInstanceList& out) {
-  CompiledForwardInstances visitor{out};
+  static_assert(kPart >= 0 && kPart < kForwardParts, "a part of the head dim's instances");
+  CompiledForwardInstances<kPart> visitor{out};
   visitForwardInstances<kHeadDim>(visitor);
 }
 

@@ -2,17 +2,23 @@
 
 #include "ffpa_build_config.h"
 
-namespace ffpa::sm80 {
+#include <utility>
 
-// Defined by the generated translation units, one per head dim of the kernel set.
-#define FFPA_DECLARE_FORWARD_INSTANCES(d) void appendForwardInstancesD##d(ForwardInstanceList& out);
-FFPA_KERNEL_HEAD_DIMS(FFPA_DECLARE_FORWARD_INSTANCES)
-#undef FFPA_DECLARE_FORWARD_INSTANCES
+namespace ffpa::sm80 {
+namespace {
+
+// Every part of head dim kHeadDim's instances (each defined in a generated translation unit).
+template <int kHeadDim, int... kParts>
+void appendAllParts(ForwardInstanceList& out, std::integer_sequence<int, kParts...>) {
+  (appendForwardInstances<kHeadDim, kParts>(out), ...);
+}
+
+}  // namespace
 
 const ForwardInstanceList& forwardInstances() {
   static const ForwardInstanceList instances = [] {
     ForwardInstanceList all;
-#define FFPA_APPEND_FORWARD_INSTANCES(d) appendForwardInstancesD##d(all);
+#define FFPA_APPEND_FORWARD_INSTANCES(d) appendAllParts<d>(all, std::make_integer_sequence<int, kForwardParts>{});
     FFPA_KERNEL_HEAD_DIMS(FFPA_APPEND_FORWARD_INSTANCES)
 #undef FFPA_APPEND_FORWARD_INSTANCES
     // Head dims with the same tile shape compile the same kernels: keep one entry of each.

@@ -1,14 +1,43 @@
 #include "common/cpu_attention.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace ffpa_tools {
 namespace {
 
 constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
+
+// Runs work(unit) for every unit in [0, units) on up to one thread per core. Each unit is done by
+// one thread alone and writes only its own outputs, so the results do not depend on the number
+// of threads (the large problems of the device tests would otherwise take minutes on one core).
+template <class Work>
+void for_each_unit(int64_t units, const Work& work) {
+  const int64_t threads = std::min<int64_t>(units, std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<int64_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  const auto worker = [&] {
+    try {
+      for (int64_t unit = next++; unit < units; unit = next++) work(unit);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_lock);
+      if (!failure) failure = std::current_exception();
+      next = units;  // the others stop after their current unit
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
 
 double dot(const double* a, const double* b, int64_t n) {
   double sum = 0.0;
@@ -211,20 +240,20 @@ void attention_forward(const AttentionProblem& problem, const std::vector<double
   require_shapes(p, q, k, v);
   o->assign(static_cast<size_t>(p.batch * p.heads_q * p.seq_q * p.dim_v), 0.0);
   if (lse) lse->assign(static_cast<size_t>(p.batch * p.heads_q * p.seq_q), 0.0);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t h = 0; h < p.heads_q; ++h) {
-      const int64_t kv = p.kv_head_of(h);
-      const double* k_head = k.data() + head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_qk);
-      const double* v_head = v.data() + head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_v);
-      for (int64_t i = 0; i < p.seq_q; ++i) {
-        const double* q_row =
-            q.data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_qk) + i * p.dim_qk;
-        double* o_row = o->data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_v) + i * p.dim_v;
-        const double row_lse = attention_row(p, i, q_row, k_head, v_head, o_row, p.sink_of(h));
-        if (lse) (*lse)[head_offset(b, h, p.heads_q, p.seq_q, 1) + i] = row_lse;
-      }
+  // A unit per (batch, query head): its rows of O and LSE.
+  for_each_unit(p.batch * p.heads_q, [&](int64_t unit) {
+    const int64_t b = unit / p.heads_q;
+    const int64_t h = unit % p.heads_q;
+    const int64_t kv = p.kv_head_of(h);
+    const double* k_head = k.data() + head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_qk);
+    const double* v_head = v.data() + head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_v);
+    for (int64_t i = 0; i < p.seq_q; ++i) {
+      const double* q_row = q.data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_qk) + i * p.dim_qk;
+      double* o_row = o->data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_v) + i * p.dim_v;
+      const double row_lse = attention_row(p, i, q_row, k_head, v_head, o_row, p.sink_of(h));
+      if (lse) (*lse)[head_offset(b, h, p.heads_q, p.seq_q, 1) + i] = row_lse;
     }
-  }
+  });
 }
 
 void attention_backward(const AttentionProblem& problem, const std::vector<double>& q,
@@ -239,21 +268,32 @@ void attention_backward(const AttentionProblem& problem, const std::vector<doubl
   dq->assign(q.size(), 0.0);
   dk->assign(k.size(), 0.0);
   dv->assign(v.size(), 0.0);
-  if (d_sinks) d_sinks->assign(static_cast<size_t>(p.heads_q), 0.0);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t h = 0; h < p.heads_q; ++h) {
-      const int64_t kv = p.kv_head_of(h);
-      const size_t k_at = head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_qk);
-      const size_t v_at = head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_v);
+  // A unit per (batch, K/V head): the dQ rows of its query heads, and its dK and dV, which sum
+  // over them in a fixed order (head, then row). The sinks' gradients are summed per (batch,
+  // query head) first, then over the batch in order.
+  const int64_t group = p.heads_q / p.heads_kv;
+  std::vector<double> sink_parts(static_cast<size_t>(p.batch * p.heads_q), 0.0);
+  for_each_unit(p.batch * p.heads_kv, [&](int64_t unit) {
+    const int64_t b = unit / p.heads_kv;
+    const int64_t kv = unit % p.heads_kv;
+    const size_t k_at = head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_qk);
+    const size_t v_at = head_offset(b, kv, p.heads_kv, p.seq_kv, p.dim_v);
+    for (int64_t h = kv * group; h < (kv + 1) * group; ++h) {
+      double& sink_part = sink_parts[static_cast<size_t>(b * p.heads_q + h)];
       for (int64_t i = 0; i < p.seq_q; ++i) {
         const size_t q_at = head_offset(b, h, p.heads_q, p.seq_q, p.dim_qk) + i * p.dim_qk;
         const size_t o_at = head_offset(b, h, p.heads_q, p.seq_q, p.dim_v) + i * p.dim_v;
-        const double d_sink = attention_row_backward(
-            p, i, q.data() + q_at, k.data() + k_at, v.data() + v_at, d_o.data() + o_at,
-            o ? o->data() + o_at : nullptr, dq->data() + q_at, dk->data() + k_at, dv->data() + v_at,
-            p.sink_of(h));
-        if (d_sinks) (*d_sinks)[static_cast<size_t>(h)] += d_sink;
+        sink_part += attention_row_backward(p, i, q.data() + q_at, k.data() + k_at, v.data() + v_at,
+                                            d_o.data() + o_at, o ? o->data() + o_at : nullptr,
+                                            dq->data() + q_at, dk->data() + k_at, dv->data() + v_at,
+                                            p.sink_of(h));
       }
+    }
+  });
+  if (d_sinks) {
+    d_sinks->assign(static_cast<size_t>(p.heads_q), 0.0);
+    for (int64_t b = 0; b < p.batch; ++b) {
+      for (int64_t h = 0; h < p.heads_q; ++h) (*d_sinks)[h] += sink_parts[b * p.heads_q + h];
     }
   }
 }

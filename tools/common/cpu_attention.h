@@ -1,5 +1,7 @@
 // Scaled dot-product attention in float64 on the CPU: the yardstick libffpa is measured against.
-// Written for clarity, not speed: O(Nq * Nkv * (Dqk + Dv)) per head, every step spelled out.
+// Written for clarity, not speed: O(Nq * Nkv * (Dqk + Dv)) per head, every step spelled out; the
+// (batch, head) units of the whole-tensor functions run on all cores, with results that do not
+// depend on how many there are.
 //
 // Dense tensors are row-major std::vectors:
 //   q  [B, Hq,  Nq,  Dqk]     k [B, Hkv, Nkv, Dqk]     v [B, Hkv, Nkv, Dv]

@@ -1,0 +1,89 @@
+// The float64 CPU attention's whole-tensor functions (which split the work over threads, one
+// (batch, head) unit each) against its row functions called one row at a time in a fixed order:
+// the same bits for O, LSE, dQ, dK and dV, with grouped queries, a mask and sinks.
+#include "common/cpu_attention.h"
+#include "common/random.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+using namespace ffpa_tools;
+
+namespace {
+
+std::vector<double> randomValues(Random& random, int64_t count) {
+  std::vector<double> values(static_cast<size_t>(count));
+  for (double& x : values) x = random.uniform(-1.0, 1.0);
+  return values;
+}
+
+bool sameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("cpu attention: whole tensors on threads equal the rows one by one") {
+  // 3 batches x 2 K/V heads of 3 query heads: more units than most machines have cores, and
+  // rows that see no key (bottom-right, Nq > Nkv).
+  AttentionProblem p = attention_shape(3, 6, 2, 9, 7, 5, 4, CausalMask::bottom_right);
+  p.scale = 0.4;
+  p.sinks = {0.5, -1.0, 2.0, 0.0, -0.25, 1.5};
+  Random random(2024);
+  const std::vector<double> q = randomValues(random, p.batch * p.heads_q * p.seq_q * p.dim_qk);
+  const std::vector<double> k = randomValues(random, p.batch * p.heads_kv * p.seq_kv * p.dim_qk);
+  const std::vector<double> v = randomValues(random, p.batch * p.heads_kv * p.seq_kv * p.dim_v);
+  const std::vector<double> d_o = randomValues(random, p.batch * p.heads_q * p.seq_q * p.dim_v);
+
+  std::vector<double> o, lse, dq, dk, dv, d_sinks;
+  attention_forward(p, q, k, v, &o, &lse);
+  attention_backward(p, q, k, v, d_o, &o, &dq, &dk, &dv, &d_sinks);
+
+  std::vector<double> row_o(o.size()), row_lse(lse.size()), row_dq(q.size()), row_dk(k.size(), 0.0),
+      row_dv(v.size(), 0.0), row_d_sinks(p.sinks.size(), 0.0);
+  const int64_t group = p.heads_q / p.heads_kv;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t kv = (b * p.heads_kv + h / group);
+      const double* k_head = k.data() + kv * p.seq_kv * p.dim_qk;
+      const double* v_head = v.data() + kv * p.seq_kv * p.dim_v;
+      for (int64_t i = 0; i < p.seq_q; ++i) {
+        const int64_t row = (b * p.heads_q + h) * p.seq_q + i;
+        row_lse[row] = attention_row(p, i, q.data() + row * p.dim_qk, k_head, v_head,
+                                     row_o.data() + row * p.dim_v, p.sinks[h]);
+      }
+    }
+  }
+  CHECK(sameBits(o, row_o));
+  CHECK(sameBits(lse, row_lse));
+
+  // dK and dV of a K/V head sum over its query heads, then rows, in order; the sinks' gradients
+  // over rows, then batches.
+  std::vector<double> per_batch(static_cast<size_t>(p.batch * p.heads_q), 0.0);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t kv = (b * p.heads_kv + h / group);
+      for (int64_t i = 0; i < p.seq_q; ++i) {
+        const int64_t row = (b * p.heads_q + h) * p.seq_q + i;
+        per_batch[b * p.heads_q + h] += attention_row_backward(
+            p, i, q.data() + row * p.dim_qk, k.data() + kv * p.seq_kv * p.dim_qk,
+            v.data() + kv * p.seq_kv * p.dim_v, d_o.data() + row * p.dim_v, o.data() + row * p.dim_v,
+            row_dq.data() + row * p.dim_qk, row_dk.data() + kv * p.seq_kv * p.dim_qk,
+            row_dv.data() + kv * p.seq_kv * p.dim_v, p.sinks[h]);
+      }
+    }
+  }
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) row_d_sinks[h] += per_batch[b * p.heads_q + h];
+  }
+  CHECK(sameBits(dq, row_dq));
+  CHECK(sameBits(dk, row_dk));
+  CHECK(sameBits(dv, row_dv));
+  CHECK(sameBits(d_sinks, row_d_sinks));
+  // The problem is not degenerate: a row sees no key, the others do, and the sinks have gradients.
+  CHECK(p.sees_no_key(0));
+  CHECK_FALSE(p.sees_no_key(p.seq_q - 1));
+  for (const double g : d_sinks) CHECK(g != 0.0);
+}

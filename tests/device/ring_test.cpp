@@ -365,6 +365,9 @@ class SimulatedRing {
       snapshot.stream = st.stream;
       calls_.push_back({context_, snapshot, world_.transport(r), *st.streams, st.workspace});
     }
+    // The uploads and poison fills above ran on the legacy stream, which the ranks' non-blocking
+    // streams do not wait for: they must be done before the ring starts.
+    REQUIRE_CUDA(cudaDeviceSynchronize());
   }
   ~SimulatedRing() {
     for (Rank& st : ranks_) cudaStreamDestroy(st.stream);

@@ -8,8 +8,9 @@ through the ctypes package in bindings/python, and SDPA with EFFICIENT_ATTENTION
 FLASH_ATTENTION and CUDNN_ATTENTION where d <= 256 (a backend that refuses a shape is left out
 of that row). With --bwd, the backward passes too. Timing: CUDA events around each call on one
 stream, warm-up first, the median of --iters calls over --rotate input sets used in turn.
-libffpa's output is checked against SDPA's (FAIL in the table when off). Also times a cuBLAS
-bf16 GEMM of 8192^3 (torch.matmul) as the ceiling.
+libffpa's output (and with --bwd its dQ, dK, dV) is checked against fp32 attention computed a
+head at a time (FAIL in the table when off), so that every row is checked whichever SDPA backend
+takes the shape. Also times a cuBLAS bf16 GEMM of 8192^3 (torch.matmul) as the ceiling.
 
 Writes DIR/side_by_side.md (Markdown), DIR/side_by_side.csv and DIR/side_by_side.png (TFLOPS
 by head dim). Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no PyTorch
@@ -171,13 +172,24 @@ def backends_for(d):
 
 
 def tolerance(accumulator):
-    """The largest |O_ffpa - O_sdpa| a row may show, as a fraction of max |O_sdpa|: fp16
+    """The largest |O_ffpa - O_fp32| a row may show, as a fraction of max |O_fp32|: fp16
     accumulation rounds every partial sum to 11 bits."""
     return 2e-2 if accumulator == "f32" else 5e-2
 
 
 def verdict(max_abs, largest, accumulator):
     return "ok" if max_abs <= tolerance(accumulator) * largest else "FAIL"  # NaN fails
+
+
+# The largest max |dX_ffpa - dX_fp32| / max |dX_fp32| of a gradient: a sanity check of the
+# backward (bf16/fp16 rounding of P and dS, and sums over N that may cancel), not an accuracy test
+# (the device tests are).
+GRADIENT_TOLERANCE = 5e-2
+
+
+def gradient_verdict(ratios):
+    """ok when each gradient's max error over its max magnitude is within GRADIENT_TOLERANCE."""
+    return "ok" if all(r <= GRADIENT_TOLERANCE for r in ratios) else "FAIL"  # NaN fails
 
 
 def finish_row(row, flops):
@@ -202,13 +214,14 @@ COLUMNS = [("d", "d", "{}"), ("dtype", "dtype", "{}"), ("acc", "acc", "{}"),
            ("ffpa ms", "ffpa_ms", "{:.3f}"), ("ffpa TFLOPS", "ffpa_tflops", "{:.1f}"),
            ("efficient TFLOPS", "efficient_tflops", "{:.1f}"), ("flash TFLOPS", "flash_tflops", "{:.1f}"),
            ("cudnn TFLOPS", "cudnn_tflops", "{:.1f}"), ("ffpa/efficient", "vs_efficient", "{:.2f}x"),
-           ("ffpa/flash", "vs_flash", "{:.2f}x"), ("max abs vs SDPA", "max_abs", "{:.2e}"),
+           ("ffpa/flash", "vs_flash", "{:.2f}x"), ("max abs vs fp32", "max_abs", "{:.2e}"),
            ("check", "check", "{}")]
 BACKWARD_COLUMNS = [("ffpa bwd ms", "ffpa_bwd_ms", "{:.3f}"), ("ffpa bwd TFLOPS", "ffpa_bwd_tflops", "{:.1f}"),
                     ("efficient bwd TFLOPS", "efficient_bwd_tflops", "{:.1f}"),
                     ("flash bwd TFLOPS", "flash_bwd_tflops", "{:.1f}"),
                     ("cudnn bwd TFLOPS", "cudnn_bwd_tflops", "{:.1f}"),
-                    ("bwd ffpa/efficient", "bwd_vs_efficient", "{:.2f}x")]
+                    ("bwd ffpa/efficient", "bwd_vs_efficient", "{:.2f}x"),
+                    ("bwd max rel vs fp32", "bwd_max_rel", "{:.2e}"), ("bwd check", "bwd_check", "{}")]
 KERNEL_COLUMN = [("ffpa kernel", "kernel", "{}")]
 
 
@@ -300,8 +313,10 @@ def report_header(args, device, versions, gemm_tflops):
             f"2*B*H*N*N*(Dqk+Dv){', halved for the mask' if args.causal != 'none' else ''}, backward 2.5x; "
             f"median of {args.iters} calls after {args.warmup} warm-up, {args.rotate} input sets in turn\n\n"
             f"Ceiling: cuBLAS bf16 GEMM {GEMM_SIZE}^3 (torch.matmul) at {gemm_tflops:.0f} TFLOPS\n\n"
-            f"check: max |O_ffpa - O_sdpa| within {tolerance('f32'):g} (f32 accumulation) or "
-            f"{tolerance('f16'):g} (fp16 accumulation) times max |O_sdpa|\n\n")
+            f"check: max |O_ffpa - O_fp32| within {tolerance('f32'):g} (f32 accumulation) or "
+            f"{tolerance('f16'):g} (fp16 accumulation) times max |O_fp32|, O_fp32 being attention in fp32 "
+            f"a head at a time; bwd check: max |dX_ffpa - dX_fp32| within {GRADIENT_TOLERANCE:g} times "
+            f"max |dX_fp32| for each of dQ, dK, dV (bwd max rel: the largest of the three ratios)\n\n")
 
 
 # --- The run on the GPU ---------------------------------------------------------------------------------
@@ -366,15 +381,13 @@ def run(args):
                     for _ in range(args.rotate)]
             flops = forward_flops(args.B, args.H, args.N, args.N, d, d, args.causal)
             sdpa = {}
-            expected = None
+            expected = reference_attention(torch, *sets[0], is_causal)
             for name, member in backends_for(d):
                 try:
                     with sdpa_kernel(getattr(SDPBackend, member)), warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # the refusal's reasons come as warnings
                         sdpa[f"{name}_ms"] = time_calls(
                             lambda s: F.scaled_dot_product_attention(s[0], s[1], s[2], is_causal=is_causal), sets)
-                        if expected is None:
-                            expected = F.scaled_dot_product_attention(*sets[0][:3], is_causal=is_causal)
                         if args.bwd:
                             sdpa[f"{name}_bwd_ms"] = time_sdpa_backward(torch, F, sets, is_causal, time_calls)
                 except RuntimeError as error:
@@ -383,9 +396,9 @@ def run(args):
                 row = {"d": d, "dtype": dtype_name, "acc": mode, **sdpa}
                 try:
                     measure_ffpa(ffpa, torch, handles[mode], attn, sets, expected, args, time_calls, row)
-                except ffpa.FfpaError as error:
+                except (ffpa.FfpaError, RuntimeError) as error:  # RuntimeError: PyTorch's (CUDA) errors
                     row["check"] = "ERROR"
-                    notes.append(f"d={d} {dtype_name} acc={mode}: libffpa: {error}")
+                    notes.append(f"d={d} {dtype_name} acc={mode}: {str(error).splitlines()[0]}")
                 rows.append(finish_row(row, flops))
                 print(f"{dtype_name} d={d} acc={mode}: ffpa {cell(row, 'ffpa_tflops', '{:.1f}')} TFLOPS, "
                       f"efficient {cell(row, 'efficient_tflops', '{:.1f}')}, check {row.get('check', '-')}",
@@ -396,6 +409,32 @@ def run(args):
         handle.close()
     versions = f"PyTorch {torch.__version__}; {ffpa.build_info()}"
     return rows, notes, report_header(args, torch.cuda.get_device_name(), versions, gemm_tflops)
+
+
+def reference_attention(torch, q, k, v, d_o, is_causal):
+    """Attention in fp32, one (batch, head) at a time, so that only one head's scores are held
+    whatever the head dim: (O, None) or, with d_o, (O, (dQ, dK, dV)), all fp32. The causal mask
+    is SDPA's (top-left; the same as bottom-right here, where Nq = Nkv)."""
+    batch, heads, seq_q, dim = q.shape
+    seq_kv = k.shape[2]
+    out = torch.empty(batch, heads, seq_q, v.shape[3], device=q.device, dtype=torch.float32)
+    grads = None if d_o is None else [torch.empty(x.shape, device=x.device, dtype=torch.float32) for x in (q, k, v)]
+    hidden = None
+    if is_causal:
+        hidden = torch.ones(seq_q, seq_kv, device=q.device, dtype=torch.bool).triu(1)
+    for b in range(batch):
+        for h in range(heads):
+            with torch.enable_grad():
+                leaves = [x[b, h].float().requires_grad_(grads is not None) for x in (q, k, v)]
+                scores = (leaves[0] @ leaves[1].T) * dim ** -0.5
+                if hidden is not None:
+                    scores = scores.masked_fill(hidden, -math.inf)
+                o = torch.softmax(scores, dim=-1) @ leaves[2]
+                if grads is not None:
+                    for grad, value in zip(grads, torch.autograd.grad(o, leaves, d_o[b, h].float())):
+                        grad[b, h] = value
+            out[b, h] = o.detach()
+    return out, grads
 
 
 def time_sdpa_backward(torch, F, sets, is_causal, time_calls):
@@ -427,11 +466,11 @@ def measure_ffpa(ffpa, torch, handle, attn, sets, expected, args, time_calls, ro
         handle.forward(attn, desc, ptrs[0], desc, ptrs[1], desc, ptrs[2], desc, ptrs[3], lse=lse_desc,
                        lse_ptr=ptrs[4], workspace=workspace.data_ptr(), workspace_size=nbytes)
 
+    expected_o, expected_grads = expected
     forward(calls[0])
-    if expected is not None:
-        difference = (outs[0].float() - expected.float()).abs().max().item()
-        row["max_abs"] = difference
-        row["check"] = verdict(difference, expected.float().abs().max().item(), row["acc"])
+    difference = (outs[0].float() - expected_o).abs().max().item()
+    row["max_abs"] = difference
+    row["check"] = verdict(difference, expected_o.abs().max().item(), row["acc"])
     row["ffpa_ms"] = time_calls(forward, calls)
     if args.bwd:
         for ptrs in calls:
@@ -447,6 +486,13 @@ def measure_ffpa(ffpa, torch, handle, attn, sets, expected, args, time_calls, ro
                             grads[1].data_ptr(), desc, grads[2].data_ptr(), workspace=back.data_ptr(),
                             workspace_size=back_bytes)
 
+        for grad in grads:
+            grad.fill_(math.nan)
+        backward(0)
+        ratios = [(mine.float() - theirs).abs().max().item() / theirs.abs().max().item()
+                  for mine, theirs in zip(grads, expected_grads)]
+        row["bwd_max_rel"] = max(ratios, key=lambda r: math.inf if math.isnan(r) else r)
+        row["bwd_check"] = gradient_verdict(ratios)
         row["ffpa_bwd_ms"] = time_calls(backward, list(range(len(sets))))
 
 
@@ -481,7 +527,7 @@ def main(argv=None):
                  f"libffpa and PyTorch SDPA, B={args.B} H={args.H} N={args.N}")
     print("\n" + header + table + notes_text)
     print(f"wrote {args.out}/side_by_side.md, .csv and .png (plot by {drawn})")
-    return 1 if any(r.get("check") in ("FAIL", "ERROR") for r in rows) else 0
+    return 1 if any(r.get(key) in ("FAIL", "ERROR") for r in rows for key in ("check", "bwd_check")) else 0
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def test_markdown_table():
     text = sbs.markdown_table(sample_rows(), sbs.columns(backward=False))
     lines = text.splitlines()
     assert lines[0].startswith("| d | dtype | acc | ffpa ms | ffpa TFLOPS | efficient TFLOPS | flash TFLOPS")
-    assert lines[0].endswith("| ffpa/efficient | ffpa/flash | max abs vs SDPA | check | ffpa kernel |")
+    assert lines[0].endswith("| ffpa/efficient | ffpa/flash | max abs vs fp32 | check | ffpa kernel |")
     assert lines[1].startswith("|---|---|---|---:|")
     assert lines[2] == ("| 128 | f16 | f32 | 2.000 | 2000.0 | 1333.3 | 4000.0 | - | 1.50x | 0.50x | 1.00e-03 | ok "
                         "| sm80.forward.f16.d128 |")
@@ -192,3 +192,18 @@ def test_without_pytorch_it_exits_77(monkeypatch, capsys):
     monkeypatch.setenv("FFPA_LIBRARY", "/nonexistent/libffpa.so.0")
     assert sbs.main(["--D", "128"]) == 77
     assert "needs PyTorch with a CUDA GPU" in capsys.readouterr().err
+
+
+def test_gradient_verdict_needs_every_gradient_within_tolerance():
+    assert sbs.gradient_verdict([0.01, 0.049, 0.0]) == "ok"
+    assert sbs.gradient_verdict([0.01, 0.051, 0.0]) == "FAIL"
+    assert sbs.gradient_verdict([0.01, math.nan, 0.0]) == "FAIL"
+
+
+def test_backward_table_has_its_check():
+    rows = sample_rows()
+    rows[0].update(bwd_max_rel=0.01, bwd_check="ok")
+    table = sbs.markdown_table(rows, sbs.columns(True))
+    header = table.splitlines()[0]
+    assert "bwd max rel vs fp32" in header and "bwd check" in header
+    assert "| 1.00e-02 | ok |" in table.splitlines()[2]

@@ -43,10 +43,9 @@ TEST_CASE("cpu attention: whole tensors on threads equal the rows one by one") {
 
   std::vector<double> row_o(o.size()), row_lse(lse.size()), row_dq(q.size()), row_dk(k.size(), 0.0),
       row_dv(v.size(), 0.0), row_d_sinks(p.sinks.size(), 0.0);
-  const int64_t group = p.heads_q / p.heads_kv;
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t h = 0; h < p.heads_q; ++h) {
-      const int64_t kv = (b * p.heads_kv + h / group);
+      const int64_t kv = b * p.heads_kv + p.kv_head_of(h);  // (batch, K/V head)
       const double* k_head = k.data() + kv * p.seq_kv * p.dim_qk;
       const double* v_head = v.data() + kv * p.seq_kv * p.dim_v;
       for (int64_t i = 0; i < p.seq_q; ++i) {
@@ -64,7 +63,7 @@ TEST_CASE("cpu attention: whole tensors on threads equal the rows one by one") {
   std::vector<double> per_batch(static_cast<size_t>(p.batch * p.heads_q), 0.0);
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t h = 0; h < p.heads_q; ++h) {
-      const int64_t kv = (b * p.heads_kv + h / group);
+      const int64_t kv = b * p.heads_kv + p.kv_head_of(h);
       for (int64_t i = 0; i < p.seq_q; ++i) {
         const int64_t row = (b * p.heads_q + h) * p.seq_q + i;
         per_batch[b * p.heads_q + h] += attention_row_backward(

@@ -393,7 +393,8 @@ struct ForwardKernel {
       const int row = c.firstRow + c.warpRow + c.group + 8 * half;
       if (row >= c.rowEnd) continue;
       // A row that saw no key (causal, bottom-right, more queries than keys): O = 0, LSE = -inf.
-      const float scale = sum[half] > 0.0f ? 1.0f / sum[half] : 0.0f;
+      // A NaN sum (a NaN score: max stayed -inf, exp2(NaN) = NaN) is not 0: it reaches O and LSE.
+      const float scale = sum[half] == 0.0f ? 0.0f : 1.0f / sum[half];
       Element* out = c.o + int64_t(row) * p.oStrides[2];
 #pragma unroll
       for (int n = 0; n < kOutTiles; ++n) {
@@ -405,8 +406,8 @@ struct ForwardKernel {
         }
       }
       if (c.lse && c.colWarp == 0 && c.quad == 0) {
-        const float lse = sum[half] > 0.0f ? (stats.max[half] + log2Approx(sum[half])) * kLn2
-                                           : kNegativeInfinity;
+        const float lse = sum[half] == 0.0f ? kNegativeInfinity
+                                            : (stats.max[half] + log2Approx(sum[half])) * kLn2;
         storeGlobalF32(c.lse + int64_t(row) * p.lseStrides[2], lse);
       }
     }

@@ -212,13 +212,13 @@ struct ForwardKernel {
       #pragma unroll
       for (int mask = 1; mask <= 2; mask <<= 1) sum[half] += shuffleXor(sum[half], mask);
       // A row that saw no key (causal with more queries than keys, or no slice's): O = 0,
-      // LSE = -inf.
-      inverse[half] = sum[half] > 0.0f ? 1.0f / sum[half] : 0.0f;
+      // LSE = -inf. A NaN sum (a NaN score) is not 0: it reaches O and LSE.
+      inverse[half] = sum[half] == 0.0f ? 0.0f : 1.0f / sum[half];
       const int row = me.row(half);
       if (me.quad == 0) s.rowInverse[row] = inverse[half];
       if (p.lse && at.rank == 0 && me.quad == 0 && at.firstRow + row < at.rowEnd) {
         constexpr float kLn2 = 0.693147180559945309f;
-        const float lse = sum[half] > 0.0f ? (max[half] + log2Approx(sum[half])) * kLn2 : kNegativeInfinity;
+        const float lse = sum[half] == 0.0f ? kNegativeInfinity : (max[half] + log2Approx(sum[half])) * kLn2;
         storeGlobalF32(p.lse + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] +
                            int64_t(at.firstRow + row) * p.lseStrides[2],
                        lse);

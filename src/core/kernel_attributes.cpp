@@ -8,9 +8,13 @@
 namespace ffpa {
 
 void allowDynamicSharedMemory(const void* kernel, const DeviceInfo& device, const char* what) {
-  checkCuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(device.sharedMemPerBlockOptin)),
-            cat("cudaFuncSetAttribute(", what, ")").c_str(), FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH);
+  const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(device.sharedMemPerBlockOptin));
+  // No image of the kernel for this device means the library was built for other architectures;
+  // any other failure is the runtime's.
+  const bool noImage = status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction;
+  checkCuda(status, cat("cudaFuncSetAttribute(", what, ")").c_str(),
+            noImage ? FFPA_STATUS_NOT_SUPPORTED_ARCH_MISMATCH : FFPA_STATUS_EXECUTION_FAILED_CUDA);
 }
 
 }  // namespace ffpa

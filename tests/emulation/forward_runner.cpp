@@ -62,8 +62,9 @@ void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& ou
   out.lse = std::move(t.lse);
 }
 
-ForwardOutcome runForward(const AttentionCase& c) {
+ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   ForwardTensors t = forwardTensors(c);
+  if (edit) edit(t);
   HostTensor &q = t.q, &k = t.k, &v = t.v;
   // The case's slices as the library holds them, read by the emulated kernel from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
@@ -111,6 +112,36 @@ ForwardOutcome runForward(const AttentionCase& c) {
 
   finishOutcome(c, t, out);
   return out;
+}
+
+InputEdit nanInQueryRow(int64_t head, int64_t row) {
+  return [=](ForwardTensors& t) {
+    t.q.set(0, head, row, t.q.layout().dims[3] / 2, std::numeric_limits<double>::quiet_NaN());
+    for (int64_t d = 0; d < t.o.layout().dims[3]; ++d) t.o.set(0, head, row, d, 7.0);
+    t.lse.set(0, head, row, 0, 7.0);
+  };
+}
+
+void checkNanRow(const AttentionCase& c, const ForwardOutcome& outcome, int64_t head, int64_t row) {
+  const std::string context = c.toString() + "\n  " + outcome.kernel;
+  const int64_t* dims = outcome.o.layout().dims;
+  int64_t wrong = 0;
+  for (int64_t b = 0; b < dims[0]; ++b) {
+    for (int64_t h = 0; h < dims[1]; ++h) {
+      for (int64_t n = 0; n < dims[2]; ++n) {
+        const bool poisoned = b == 0 && h == head && n == row;
+        for (int64_t d = 0; d < dims[3]; ++d) {
+          if (std::isnan(outcome.o.get(b, h, n, d)) != poisoned) ++wrong;
+        }
+        if (c.withLse && std::isnan(outcome.lse.get(b, h, n)) != poisoned) {
+          FAIL_CHECK(context << "\n  LSE of (b=" << b << ", h=" << h << ", row=" << n << ") is "
+                             << outcome.lse.get(b, h, n) << std::string(poisoned ? ", not NaN" : ""));
+        }
+      }
+    }
+  }
+  CHECK_MESSAGE(wrong == 0, context << "\n  " << wrong << " elements of O are NaN outside row " << row
+                                    << " of head " << head << ", or finite inside it");
 }
 
 void checkForward(const AttentionCase& c, const ForwardOutcome& outcome) {

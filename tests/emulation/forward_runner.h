@@ -6,6 +6,7 @@
 
 #include "attention_case.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,14 +30,27 @@ ForwardTensors forwardTensors(const AttentionCase& c);
 // Moves the outputs of `t` into `out`, with float64 attention on its inputs as the expectation.
 void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& out);
 
-// Plans and runs `c`. Throws std::runtime_error when the planner refuses the problem and
-// ffpa::emulation::KernelError when the emulator finds a bug in the kernel.
-ForwardOutcome runForward(const AttentionCase& c);
+// Changes the random inputs of a run before the kernel sees them (the float64 expectation is
+// computed from the changed inputs).
+using InputEdit = std::function<void(ForwardTensors&)>;
+
+// Plans and runs `c`, its inputs changed by `edit` if given. Throws std::runtime_error when the
+// planner refuses the problem and ffpa::emulation::KernelError when the emulator finds a bug in
+// the kernel.
+ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit = {});
 
 // CHECKs the outcome: O within the bound of the case's dtype and accumulator (FlashAttention's
 // criterion with fp32 accumulators; the device tests' documented bound with fp16 ones), LSE, rows
 // that see no key (O exactly 0, LSE -inf), and the gaps of padded layouts untouched.
 void checkForward(const AttentionCase& c, const ForwardOutcome& outcome);
+
+// A NaN in one element of query row `row` of (batch 0, head `head`); that row's O and LSE are
+// set to 7 first, so that a kernel that does not write them fails checkNanRow().
+InputEdit nanInQueryRow(int64_t head, int64_t row);
+
+// CHECKs that the NaN of nanInQueryRow() reached every element of that row's O and its LSE, and
+// no other row: every other O element and LSE is finite.
+void checkNanRow(const AttentionCase& c, const ForwardOutcome& outcome, int64_t head, int64_t row);
 
 // runForward() and checkForward(), with a failure to run reported as a failed CHECK.
 void runAndCheckForward(const AttentionCase& c);

@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -82,6 +83,28 @@ TEST_CASE("the fp32-accumulator instances compute the same attention under shuff
   }
   CHECK(index > 0);
   MESSAGE(index << " instances run under shuffled schedules");
+}
+
+TEST_CASE("a NaN in one query row reaches that row's O and LSE, and no other row") {
+  // One instance per tile shape (fp32 accumulators); the row shares its tile with finite rows.
+  std::vector<int> done;
+  for (const EmulatedForwardInstance& instance : emulatedForwardInstances()) {
+    const ffpa::sm80::ForwardInstance& i = instance.described;
+    if (i.accumulator != FFPA_ACCUMULATOR_F32 || i.pipeKv || i.qInRegisters) continue;
+    if (std::find(done.begin(), done.end(), i.headDimV) != done.end()) continue;
+    done.push_back(i.headDimV);
+    AttentionCase c;
+    c.dtype = done.size() % 2 ? DType::float16 : DType::bfloat16;
+    c.knobs = {{FFPA_POLICY_PERSIST_V_S2R, i.vInRegisters}};
+    c.shape = problem(1, 2, 1, 70, 100, i.headDimV, i.headDimV, CausalMask::none);
+    c.start = 500 + i.headDimV;
+    try {
+      checkNanRow(c, runForward(c, nanInQueryRow(1, 37)), 1, 37);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
+  }
+  CHECK(!done.empty());
 }
 
 TEST_CASE("the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {

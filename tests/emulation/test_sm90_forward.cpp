@@ -49,8 +49,9 @@ void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::
   }
 }
 
-ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false) {
+ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}) {
   ForwardTensors t = forwardTensors(c);
+  if (edit) edit(t);
   // The case's slices as the library holds them, read by the emulated kernel from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
   if (table) t.problem.slices = table.get();
@@ -126,6 +127,21 @@ TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA
     for (DType dtype : {DType::float16, DType::bfloat16}) {
       runAndCheckSm90(sweepCase(index, dim, dtype, 100, 900), index % 2 == 1);
       ++index;
+    }
+  }
+}
+
+TEST_CASE("sm90 forward: a NaN in one query row reaches that row's O and LSE, and no other row") {
+  // One CTA (d 512) and a cluster of two (d 768, each CTA holding half of the NaN's row).
+  for (const int dim : {512, 768}) {
+    AttentionCase c;
+    c.dtype = dim == 512 ? DType::bfloat16 : DType::float16;
+    c.shape = problem(1, 2, 1, 70, 100, dim, dim, CausalMask::none);
+    c.start = 900 + dim;
+    try {
+      checkNanRow(c, runSm90(c, false, nanInQueryRow(1, 37)), 1, 37);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
   }
 }

@@ -514,15 +514,15 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
   /** Int32 0-4, default 0: the number of cp.async pipeline stages; 0 lets the planner (or a
    *  tuned config) choose. Environment: `FFPA_STAGES`. */
   FFPA_POLICY_STAGES = 12,
-  /** Bool, default 0 (experimental until it has been validated on Hopper GPUs): 1 runs the
-   *  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512 with
-   *  d_qk up to 576, and d_v 513..1024 with d_qk up to 1024 on clusters of two CTAs; fp16 and
-   *  bf16) and the backward's Hopper gradient kernels (dQ: d_qk 257..640 with d_v up to 640;
-   *  dK/dV: max(d_qk, d_v) 257..512) on compute capability 9.0 where they apply.
-   *  The `mma.sync` kernels serve the rest, and everything when any other kernel knob except
-   *  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape
-   *  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:
-   *  `ENABLE_FFPA_HOPPER_KERNELS`. */
+  /** Bool, default 1: on compute capability 9.0, run the Hopper forward kernel (TMA loads,
+   *  `wgmma`, warp-specialized warpgroups; d_v 257..512 with d_qk up to 576, and d_v 513..1024
+   *  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper
+   *  gradient kernels (dQ: d_qk 257..640 with d_v up to 640; dK/dV: max(d_qk, d_v) 257..512)
+   *  where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,
+   *  and everything when any other kernel knob except #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a
+   *  value other than its default (those knobs shape the `mma.sync` kernels only). Needs a
+   *  build with `90a` in `build_arch` (without it the plan says so and the `mma.sync` kernels
+   *  serve). Environment: `ENABLE_FFPA_HOPPER_KERNELS`. */
   FFPA_POLICY_HOPPER_KERNELS = 13,
   /** Int32 0-8, default 0: in the Hopper forward's softmax, of every 8 exponentials (`exp2`) of
    *  a row's scores, how many a degree-3 FMA polynomial computes instead of the special-function

@@ -8,7 +8,8 @@
 //   - five runs of the same call, bit-identical (with and without FFPA_POLICY_DETERMINISTIC:
 //     the kernels use no atomics);
 //   - each value of the pipeline knobs the backward follows;
-//   - with FFPA_POLICY_HOPPER_KERNELS on a compute capability 9.0 GPU, the "sm90.backward" plans
+//   (those with FFPA_POLICY_HOPPER_KERNELS off, so that Hopper GPUs run them too);
+//   - with FFPA_POLICY_HOPPER_KERNELS (the default) on a compute capability 9.0 GPU, the "sm90.backward" plans
 //     (the wgmma dQ kernel, one CTA or clusters of two, over d_qk 257..640; the wgmma dK/dV kernel
 //     on clusters of two over max(d_qk, d_v) 257..512), and their repeatability.
 #include <doctest/doctest.h>
@@ -98,12 +99,14 @@ TEST_SUITE_BEGIN("device");
 
 TEST_CASE("sm80 backward: gradients over the head-dim matrix match float64") {
   Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);  // the mma.sync kernels on Hopper GPUs too
   Workspace workspace;
   for (const TestCase& test : backward_matrix()) run_fast_backward(handle, workspace, test);
 }
 
 TEST_CASE("sm80 backward: causal + bf16 + d = 320, the worst case of fp16 read-modify-write") {
   Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);
   Workspace workspace;
   for (const CausalMask mask : {CausalMask::top_left, CausalMask::bottom_right}) {
     const AttentionProblem shape = attention_shape(2, 8, 2, 1024, 1024, 320, 320, mask);
@@ -119,6 +122,7 @@ TEST_CASE("sm80 backward: five runs of the same call are bit-identical") {
     const std::string context = test.to_string() + ", FFPA_POLICY_DETERMINISTIC=" + std::to_string(deterministic);
     INFO(context);
     Handle handle;
+    handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);
     handle.set_policy(FFPA_POLICY_DETERMINISTIC, deterministic);
     Workspace workspace;
     DeviceProblem problem(test.config);
@@ -148,6 +152,7 @@ TEST_CASE("sm80 backward: every value of the pipeline knobs it follows") {
   for (const auto& setting : settings) {
     for (const int64_t d : {128, 512, 1024}) {
       Handle handle;
+      handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);
       handle.set_policy(setting.knob, setting.value);
       const AttentionProblem shape = attention_shape(1, 4, 2, 200, 150, d, d, CausalMask::bottom_right);
       run_fast_backward(handle, workspace,

@@ -1,6 +1,6 @@
-// The fast forward kernels on a GPU, through the public API: the sm80 kernels, which the default
-// policy must plan wherever one applies, and the sm90 kernel (FFPA_POLICY_HOPPER_KERNELS) on
-// compute capability 9.0. Their results are measured against float64 attention, with the
+// The fast forward kernels on a GPU, through the public API: the sm80 kernels, which must plan
+// wherever one applies (with FFPA_POLICY_HOPPER_KERNELS off, so that Hopper GPUs run them too),
+// and the sm90 kernel (FFPA_POLICY_HOPPER_KERNELS, the default) on compute capability 9.0. Their results are measured against float64 attention, with the
 // cuBLASLt reference path on the same inputs as the yardstick of what 16-bit inputs allow:
 //   - a covering design over head dims 32-1024 (and d_qk != d_v), sequence tails, both causal
 //     alignments, MHA/GQA/MQA, packed and padded layouts, both dtypes and every fp16 accumulator;
@@ -392,6 +392,7 @@ void run_knob_setting(const std::string& problem_context, DeviceProblem& problem
   const std::string context = problem_context + " with" + describe(setting);
   INFO(context);  // for an exception thrown by a call
   Handle fast;
+  fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);  // the mma.sync kernels on Hopper GPUs too
   fast.set_policy(FFPA_POLICY_LOG_LEVEL, FFPA_LOG_LEVEL_OFF);  // refusals are expected here
   for (const KnobValue& k : setting) fast.set_policy(k.knob, k.value);
   const ForwardDescriptors d = descriptors_of(problem, true);
@@ -608,6 +609,7 @@ TEST_CASE("sm80 forward: the same call twice gives the same bits") {
        true, 44003},
   };
   Handle fast;
+  fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);  // the mma.sync kernels on Hopper GPUs too
   Workspace workspace;
   for (const TestCase& test : tests) {
     const std::string context = test.to_string();

@@ -74,6 +74,7 @@ std::vector<SliceCase> slice_cases() {
 
 TEST_CASE("slices: forward and backward against float64 attention with the same slices") {
   Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);  // the mma.sync kernels; the next case: Hopper's
   Workspace workspace;
   uint64_t start = 7600;
   for (const SliceCase& c : slice_cases()) {

@@ -81,6 +81,7 @@ TEST_CASE("slices api: create, set, read back, destroy") {
 
 TEST_CASE("slices api: a packed batch plans the sm80 forward and backward") {
   Handle h;
+  h.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);  // on the described H100 they would serve it
   PackedProblem p;
   Attention attn;
   const Described plain = p.describe(h, attn);

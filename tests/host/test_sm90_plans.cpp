@@ -1,6 +1,6 @@
-// The plans of the sm90 forward kernel on described devices: with FFPA_POLICY_HOPPER_KERNELS on,
-// on compute capability 9.0 it serves d_v 257..512 (d_qk <= 576) with one CTA per 64 rows and
-// d_v 513..1024 (d_qk <= 1024) with clusters of two, in fp16 and bf16, before the
+// The plans of the sm90 forward kernel on described devices: with FFPA_POLICY_HOPPER_KERNELS on
+// (the default), on compute capability 9.0 it serves d_v 257..512 (d_qk <= 576) with one CTA per
+// 64 rows and d_v 513..1024 (d_qk <= 1024) with clusters of two, in fp16 and bf16, before the
 // mma.sync kernels; elsewhere, or when the caller sets a knob only the mma.sync kernels have, the
 // plan says why it was passed over.
 #include "plan_text.h"
@@ -32,17 +32,23 @@ struct HopperHandle : Handle {
 
 }  // namespace
 
-TEST_CASE("the Hopper kernels are off by default and say so") {
+TEST_CASE("the Hopper kernels are on by default, and off they say so") {
   Handle h;
-  CHECK(h.get(FFPA_POLICY_HOPPER_KERNELS) == 0);
+  CHECK(h.get(FFPA_POLICY_HOPPER_KERNELS) == 1);
   const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
+  if (hopperCompiled()) {
+    const Described byDefault = describeForward(h, p);
+    REQUIRE(byDefault.status == FFPA_STATUS_SUCCESS);
+    CHECK(byDefault.kernel.rfind("sm90.forward", 0) == 0);
+  }
+  h.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
   const Described d = describeForward(h, p);
   REQUIRE(d.status == FFPA_STATUS_SUCCESS);
   CHECK(d.kernel.rfind("sm80.forward", 0) == 0);
   CHECK(sm90Skip(d) == "sm90.forward: FFPA_POLICY_HOPPER_KERNELS=0");
-  ScopedEnvironment on({{"ENABLE_FFPA_HOPPER_KERNELS", "1"}});
+  ScopedEnvironment off({{"ENABLE_FFPA_HOPPER_KERNELS", "0"}});
   Handle fromEnvironment;
-  CHECK(fromEnvironment.get(FFPA_POLICY_HOPPER_KERNELS) == 1);
+  CHECK(fromEnvironment.get(FFPA_POLICY_HOPPER_KERNELS) == 0);
 }
 
 TEST_CASE("without sm_90a code the H100 plan says so and uses the mma.sync kernel") {
@@ -205,6 +211,7 @@ TEST_CASE("exp2 emulation: a knob of the Hopper forward, refused by name elsewhe
   const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
   Handle plain;
   CHECK(plain.get(FFPA_POLICY_EXP2_EMULATION) == 0);
+  plain.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
   plain.set<int32_t>(FFPA_POLICY_EXP2_EMULATION, 4);
   const Described refused = describeForward(plain, p);
   CHECK(refused.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
@@ -294,8 +301,13 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
   const Described knob = describeBackward(staged, p);
   CHECK(knob.kernel == "sm80.backward.f16.d512");
   CHECK_HAS(knob.text, "skipped: sm90.backward: FFPA_POLICY_STAGES=2 is a knob of the mma.sync kernels");
-  Handle off;  // the Hopper kernels' policy at its default
+  Handle off;
+  off.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
   CHECK(describeBackward(off, p).kernel == "sm80.backward.f16.d512");
+  if (hopperCompiled()) {
+    Handle byDefault;  // on by default
+    CHECK(describeBackward(byDefault, p).kernel.rfind("sm90.backward", 0) == 0);
+  }
   HopperHandle dnhb;
   dnhb.set<int32_t>(FFPA_POLICY_LAUNCH_GRID_DNHB, 1);
   CHECK_HAS(describeBackward(dnhb, p).config, "grid=(N/Br,H,B)");

@@ -663,15 +663,15 @@ impl ffpaPolicyKnob {
     pub const FFPA_POLICY_STAGES: ffpaPolicyKnob = ffpaPolicyKnob(12);
 }
 impl ffpaPolicyKnob {
-    #[doc = " Bool, default 0 (experimental until it has been validated on Hopper GPUs): 1 runs the"]
-    #[doc = "  Hopper forward kernel (TMA loads, `wgmma`, warp-specialized warpgroups; d_v 257..512 with"]
-    #[doc = "  d_qk up to 576, and d_v 513..1024 with d_qk up to 1024 on clusters of two CTAs; fp16 and"]
-    #[doc = "  bf16) and the backward's Hopper gradient kernels (dQ: d_qk 257..640 with d_v up to 640;"]
-    #[doc = "  dK/dV: max(d_qk, d_v) 257..512) on compute capability 9.0 where they apply."]
-    #[doc = "  The `mma.sync` kernels serve the rest, and everything when any other kernel knob except"]
-    #[doc = "  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape"]
-    #[doc = "  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch`. Environment:"]
-    #[doc = "  `ENABLE_FFPA_HOPPER_KERNELS`."]
+    #[doc = " Bool, default 1: on compute capability 9.0, run the Hopper forward kernel (TMA loads,"]
+    #[doc = "  `wgmma`, warp-specialized warpgroups; d_v 257..512 with d_qk up to 576, and d_v 513..1024"]
+    #[doc = "  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper"]
+    #[doc = "  gradient kernels (dQ: d_qk 257..640 with d_v up to 640; dK/dV: max(d_qk, d_v) 257..512)"]
+    #[doc = "  where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,"]
+    #[doc = "  and everything when any other kernel knob except #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a"]
+    #[doc = "  value other than its default (those knobs shape the `mma.sync` kernels only). Needs a"]
+    #[doc = "  build with `90a` in `build_arch` (without it the plan says so and the `mma.sync` kernels"]
+    #[doc = "  serve). Environment: `ENABLE_FFPA_HOPPER_KERNELS`."]
     pub const FFPA_POLICY_HOPPER_KERNELS: ffpaPolicyKnob = ffpaPolicyKnob(13);
 }
 impl ffpaPolicyKnob {

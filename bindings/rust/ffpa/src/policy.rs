@@ -61,8 +61,9 @@ knobs! {
     LAUNCH_GRID_DNHB = FFPA_POLICY_LAUNCH_GRID_DNHB,
     /// Int32 0-4, default 0 (the planner chooses): cp.async pipeline stages (env `FFPA_STAGES`).
     STAGES = FFPA_POLICY_STAGES,
-    /// Bool, default false (experimental): on compute capability 9.0, run the Hopper (TMA +
-    /// wgmma) forward kernel where it applies (env `ENABLE_FFPA_HOPPER_KERNELS`).
+    /// Bool, default true: on compute capability 9.0, run the Hopper (TMA + wgmma) forward and
+    /// gradient kernels where they apply; false keeps the mma.sync kernels (env
+    /// `ENABLE_FFPA_HOPPER_KERNELS`).
     HOPPER_KERNELS = FFPA_POLICY_HOPPER_KERNELS,
     /// Int32 0-8, default 0: of every 8 softmax exponentials of the Hopper forward, how many an
     /// FMA polynomial computes (env `FFPA_EXP2_EMULATION`).

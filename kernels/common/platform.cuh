@@ -32,6 +32,15 @@ struct Bf16Tag {
 };
 
 FFPA_DEVICE int threadIndex() { return static_cast<int>(threadIdx.x); }
+// threadIdx.x read where it is used: the compiler may neither move the read out of a loop nor
+// share it with other reads, so what is computed from it is computed again at each use instead
+// of holding registers across the loop (for addresses a loop body needs once per iteration, in
+// kernels that keep their accumulators at the register limit).
+FFPA_DEVICE int threadIndexAtUse() {
+  int index;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(index));
+  return index;
+}
 FFPA_DEVICE int blockIndexX() { return static_cast<int>(blockIdx.x); }
 FFPA_DEVICE int blockIndexY() { return static_cast<int>(blockIdx.y); }
 FFPA_DEVICE int blockIndexZ() { return static_cast<int>(blockIdx.z); }

@@ -39,6 +39,7 @@ struct KeyGradientKernel {
   static constexpr ffpa::sm80::KeyShape kShape = ffpa::sm80::keyGradientShape(kHeadDim);
   static constexpr int kRowWarps = kShape.rowWarps;
   static constexpr int kColWarps = kShape.colWarps;
+  static_assert((kColWarps & (kColWarps - 1)) == 0, "column warps: a power of two (panels interleave)");
   static constexpr int kThreads = kShape.threads();
   static constexpr int kKeys = kShape.keys();                    // Bk
   static constexpr int kQueries = kShape.queries();              // Bq
@@ -133,33 +134,34 @@ struct KeyGradientKernel {
       const int firstPanel = (isQk ? inTile : inTile - s.qkSteps) * w;
       const int panels = min2(w, (isQk ? s.qkPanels : s.vPanels) - firstPanel);
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
-      copyTile(base, 32, kQueries, panels, isQk ? q : dO, isQk ? p.qStrides[2] : p.dOStrides[2], validRows,
-               isQk ? p.headDimQk : p.headDimV, column, kThreads);
+      copyTile<kQueries, kThreads>(base, 32, panels, isQk ? q : dO, isQk ? p.qStrides[2] : p.dOStrides[2],
+                                   validRows, isQk ? p.headDimQk : p.headDimV, column);
     } else {
       // dO panels (the dV steps), then Q panels (the dK steps); panel i of a step is panel
-      // (i % w2) of column warp i / w2.
+      // i / kColWarps of column warp i % kColWarps (interleaved: no run-time division finds them).
       const bool isDv = inTile < scoreSteps + s.outputSteps;
       const int w2 = l.outputPanelsPerStep;
       const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.outputSteps)) * w2;
       auto column = [=](int panel) {
-        const int warpPanel = firstPanel + panel % w2;
-        return warpPanel < kOutPanels ? (panel / w2) * kShape.warpColumns + warpPanel * 16 : -1;
+        const int warpPanel = firstPanel + panel / kColWarps;
+        return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
       };
-      copyTile(base, 32, kQueries, kColWarps * w2, isDv ? dO : q, isDv ? p.dOStrides[2] : p.qStrides[2],
-               validRows, isDv ? p.headDimV : p.headDimQk, column, kThreads);
+      copyTile<kQueries, kThreads>(base, 32, kColWarps * w2, isDv ? dO : q,
+                                   isDv ? p.dOStrides[2] : p.qStrides[2], validRows,
+                                   isDv ? p.headDimV : p.headDimQk, column);
     }
   }
 
   // Score steps of one product: acc += A B^T, A from the persisted K or V rows (panel offset
   // `rowPanel0`), B (queries) from the slot.
   template <class Pipe>
-  static FFPA_DEVICE void scoreSteps(const BackwardParams& p, const Coordinates& c, Pipe& pipe, int& step,
+  static FFPA_DEVICE void scoreSteps(const BackwardParams& p, const Coordinates& c, Pipe& pipe,
                                      int count, int panelsTotal, int rowPanel0,
                                      AccumulatorTile<kQueryTiles>& acc) {
     const GradientLayout& l = p.keyLayout;
     const uint32_t rows = pipe.shared + l.rowsOffset;
     for (int i = 0; i < count; ++i) {
-      const uint32_t slot = pipe.acquire(step++);
+      const uint32_t slot = pipe.acquire();
       const int firstPanel = i * l.scorePanelsPerStep;
       const int panels = min2(l.scorePanelsPerStep, panelsTotal - firstPanel);
       for (int panel = 0; panel < panels; ++panel) {
@@ -265,39 +267,29 @@ struct KeyGradientKernel {
       // The CTA's K and V rows: the first commit group, before every step.
       auto column = [](int panel) { return panel * 16; };
       const int validKeys = p.seqKv - c.firstKey;
-      copyTile(shared + l.rowsOffset, 32, kKeys, s.qkPanels, c.k, p.kStrides[2], validKeys, p.headDimQk,
-               column, kThreads);
-      copyTile(shared + l.rowsOffset + s.qkPanels * kKeys * 32, 32, kKeys, s.vPanels, c.v, p.vStrides[2],
-               validKeys, p.headDimV, column, kThreads);
+      copyTile<kKeys, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.k, p.kStrides[2], validKeys,
+                                p.headDimQk, column);
+      copyTile<kKeys, kThreads>(shared + l.rowsOffset + s.qkPanels * kKeys * 32, 32, s.vPanels, c.v,
+                                p.vStrides[2], validKeys, p.headDimV, column);
       copyAsyncCommit();
       pipe.start();
     }
 
-    int step = 0;
     for (int tile = 0; tile < tiles; ++tile) {
       const Tile t = tileOf(p, c, tile);
       AccumulatorTile<kQueryTiles> scores, dp;
       scores.clear();
       dp.clear();
-      scoreSteps(p, c, pipe, step, s.qkSteps, s.qkPanels, 0, scores);
-      scoreSteps(p, c, pipe, step, s.vSteps, s.vPanels, s.qkPanels, dp);
+      scoreSteps(p, c, pipe, s.qkSteps, s.qkPanels, 0, scores);
+      scoreSteps(p, c, pipe, s.vSteps, s.vPanels, s.qkPanels, dp);
       uint32_t pFrag[kQuerySteps][4], dsFrag[kQuerySteps][4];
       gradient(p, c, tile, t, scores, dp, pFrag, dsFrag);
 
-      uint32_t slot = 0;
-#pragma unroll
-      for (int panel = 0; panel < kOutPanels; ++panel) {
-        const int inStep = panel % l.outputPanelsPerStep;
-        if (inStep == 0) slot = pipe.acquire(step++);
-        accumulatePanel(dv, panel, pFrag, slot, kQueries, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
-      }
+      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, l.outputPanelsPerStep, dv, pFrag, kQueries,
+                                                   c.colWarp, Tag{});
       loadGradient(p, c, tile, dsFrag);
-#pragma unroll
-      for (int panel = 0; panel < kOutPanels; ++panel) {
-        const int inStep = panel % l.outputPanelsPerStep;
-        if (inStep == 0) slot = pipe.acquire(step++);
-        accumulatePanel(dk, panel, dsFrag, slot, kQueries, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
-      }
+      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, l.outputPanelsPerStep, dk, dsFrag, kQueries,
+                                                   c.colWarp, Tag{});
     }
     store(c, c.dv, p.dvStrides, p.headDimV, 1.0f, dv);
     store(c, c.dk, p.dkStrides, p.headDimQk, p.scale, dk);

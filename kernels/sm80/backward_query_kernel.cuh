@@ -35,6 +35,7 @@ struct QueryGradientKernel {
   static constexpr ffpa::sm80::ForwardShape kShape = ffpa::sm80::queryGradientShape(kHeadDim);
   static constexpr int kRowWarps = kShape.rowWarps;
   static constexpr int kColWarps = kShape.colWarps;
+  static_assert((kColWarps & (kColWarps - 1)) == 0, "column warps: a power of two (panels interleave)");
   static constexpr int kThreads = kShape.threads();
   static constexpr int kRows = kShape.rows();                 // Br
   static constexpr int kKeys = kShape.keys();                 // Bc
@@ -119,23 +120,23 @@ struct QueryGradientKernel {
       const int width = isQk ? p.headDimQk : p.headDimV;
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
       if (!l.persistRows) {
-        copyTile(base, 32, kRows, panels, isQk ? c.q : c.dO, isQk ? p.qStrides[2] : p.dOStrides[2],
-                 p.seqQ - c.firstRow, width, column, kThreads);
+        copyTile<kRows, kThreads>(base, 32, panels, isQk ? c.q : c.dO, isQk ? p.qStrides[2] : p.dOStrides[2],
+                                  p.seqQ - c.firstRow, width, column);
       }
       const Element* keys = isQk ? c.k : c.v;
       const int64_t stride = isQk ? p.kStrides[2] : p.vStrides[2];
-      copyTile(base + l.slotColumnsOffset, 32, kKeys, panels, keys + int64_t(firstKey) * stride, stride,
-               p.seqKv - firstKey, width, column, kThreads);
+      copyTile<kKeys, kThreads>(base + l.slotColumnsOffset, 32, panels, keys + int64_t(firstKey) * stride,
+                                stride, p.seqKv - firstKey, width, column);
     } else {
-      // K panels of dS K: panel i of the step is panel (i % w2) of column warp i / w2.
+      // K panels of dS K: panel i of the step is panel i / kColWarps of column warp i % kColWarps.
       const int w2 = l.outputPanelsPerStep;
       const int firstPanel = (inTile - s.qkSteps - s.vSteps) * w2;
       auto column = [=](int panel) {
-        const int warpPanel = firstPanel + panel % w2;
-        return warpPanel < kOutPanels ? (panel / w2) * kShape.warpColumns + warpPanel * 16 : -1;
+        const int warpPanel = firstPanel + panel / kColWarps;
+        return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
       };
-      copyTile(base, 32, kKeys, kColWarps * w2, c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2],
-               p.seqKv - firstKey, p.headDimQk, column, kThreads);
+      copyTile<kKeys, kThreads>(base, 32, kColWarps * w2, c.k + int64_t(firstKey) * p.kStrides[2],
+                                p.kStrides[2], p.seqKv - firstKey, p.headDimQk, column);
     }
   }
 
@@ -147,13 +148,13 @@ struct QueryGradientKernel {
   // Score steps [first, first + count) of one product: acc += A B^T, A rows from the persisted
   // rows (panel offset `rowPanel0`) or the slot, B rows from the slot.
   template <class Pipe>
-  static FFPA_DEVICE void scoreSteps(const BackwardParams& p, const Coordinates& c, Pipe& pipe, int& step,
+  static FFPA_DEVICE void scoreSteps(const BackwardParams& p, const Coordinates& c, Pipe& pipe,
                                      int count, int panelsTotal, int rowPanel0,
                                      AccumulatorTile<kKeyTiles>& acc) {
     const GradientLayout& l = p.queryLayout;
     const uint32_t rows = pipe.shared + l.rowsOffset;
     for (int i = 0; i < count; ++i) {
-      const uint32_t slot = pipe.acquire(step++);
+      const uint32_t slot = pipe.acquire();
       const int firstPanel = i * l.scorePanelsPerStep;
       const int panels = min2(l.scorePanelsPerStep, panelsTotal - firstPanel);
       for (int panel = 0; panel < panels; ++panel) {
@@ -234,33 +235,27 @@ struct QueryGradientKernel {
       if (l.persistRows) {
         // The CTA's Q and dO rows: the first commit group, before every step.
         auto qColumn = [](int panel) { return panel * 16; };
-        copyTile(shared + l.rowsOffset, 32, kRows, s.qkPanels, c.q, p.qStrides[2], p.seqQ - c.firstRow,
-                 p.headDimQk, qColumn, kThreads);
+        copyTile<kRows, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.q, p.qStrides[2],
+                                  p.seqQ - c.firstRow, p.headDimQk, qColumn);
         const uint32_t dOPanels = shared + l.rowsOffset + s.qkPanels * kRows * 32;
-        copyTile(dOPanels, 32, kRows, s.vPanels, c.dO, p.dOStrides[2], p.seqQ - c.firstRow, p.headDimV,
-                 qColumn, kThreads);
+        copyTile<kRows, kThreads>(dOPanels, 32, s.vPanels, c.dO, p.dOStrides[2], p.seqQ - c.firstRow,
+                                  p.headDimV, qColumn);
         copyAsyncCommit();
       }
       pipe.start();
     }
 
-    int step = 0;
     for (int tile = 0; tile < tiles; ++tile) {
       AccumulatorTile<kKeyTiles> scores, dp;
       scores.clear();
       dp.clear();
-      scoreSteps(p, c, pipe, step, s.qkSteps, s.qkPanels, 0, scores);
-      scoreSteps(p, c, pipe, step, s.vSteps, s.vPanels, s.qkPanels, dp);
+      scoreSteps(p, c, pipe, s.qkSteps, s.qkPanels, 0, scores);
+      scoreSteps(p, c, pipe, s.vSteps, s.vPanels, s.qkPanels, dp);
       uint32_t dsFrag[kKeySteps][4];
       gradient(p, c, tile, scores, dp, dsFrag);
 
-      uint32_t slot = 0;
-#pragma unroll
-      for (int panel = 0; panel < kOutPanels; ++panel) {
-        const int inStep = panel % l.outputPanelsPerStep;
-        if (inStep == 0) slot = pipe.acquire(step++);
-        accumulatePanel(dq, panel, dsFrag, slot, kKeys, c.colWarp * l.outputPanelsPerStep + inStep, Tag{});
-      }
+      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, l.outputPanelsPerStep, dq, dsFrag, kKeys,
+                                                   c.colWarp, Tag{});
     }
     store(p, c, dq);
   }

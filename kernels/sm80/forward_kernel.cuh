@@ -57,22 +57,24 @@ struct ForwardKernel {
   static_assert(kKeyTiles == 1 || kKeyTiles % 2 == 0, "keys are loaded 16 at a time");
   static_assert(kShape.warpColumns % 16 == 0 && kShape.warpColumns <= 256, "O: <= 128 registers");
   static_assert(kThreads <= 512, "at most 16 warps");
+  static_assert((kColWarps & (kColWarps - 1)) == 0, "column warps: a power of two (V panels interleave)");
   static_assert(!(kQkF16 || kPvF16) || sizeof(Tag) == sizeof(HalfTag), "fp16 accumulation needs fp16");
   static_assert(!kQInRegisters || kColWarps == 1, "Q fragments in registers: small d only");
   static_assert(!kVInRegisters || kColWarps == 1, "V fragments in registers: small d only");
 
-  // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role.
+  // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role. Tensor
+  // addresses are worked out where they are used (a few multiply-adds per pipeline step or per
+  // store) rather than kept: at the register limit, values held across the whole KV loop are
+  // what ptxas spills first.
   struct Coordinates : CtaRows {
     int warpRow;      // first row of the warp's row group, relative to the CTA
     int rowGroup;
     int colWarp;
     int group;        // lane / 4
     int quad;         // lane % 4
-    const Element* q;
-    const Element* k;
-    const Element* v;
-    Element* o;
-    float* lse;
+    int batch;
+    int head;
+    int kvHead;
   };
 
   static FFPA_DEVICE Coordinates locate(const ForwardParams& p) {
@@ -85,16 +87,36 @@ struct ForwardKernel {
     static_cast<CtaRows&>(c) = ctaRows(p, kRows);
     c.warpRow = c.rowGroup * 16;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
-    const int64_t kvHead = head / p.groupSize;
-    c.q = static_cast<const Element*>(p.q) + batch * p.qStrides[0] + head * p.qStrides[1] +
-          int64_t(c.firstRow) * p.qStrides[2];
-    c.k = static_cast<const Element*>(p.k) + batch * p.kStrides[0] + kvHead * p.kStrides[1];
-    c.v = static_cast<const Element*>(p.v) + batch * p.vStrides[0] + kvHead * p.vStrides[1];
-    c.o = static_cast<Element*>(p.o) + batch * p.oStrides[0] + head * p.oStrides[1];
-    c.lse = p.lse ? p.lse + batch * p.lseStrides[0] + head * p.lseStrides[1] : nullptr;
+    c.batch = batch;
+    c.head = head;
+    c.kvHead = head / p.groupSize;
     return c;
   }
 
+  // The CTA's first query row; its K and V rows from key `firstKey` on.
+  static FFPA_DEVICE const Element* queryRows(const ForwardParams& p, const Coordinates& c) {
+    return static_cast<const Element*>(p.q) + c.batch * p.qStrides[0] + c.head * p.qStrides[1] +
+           int64_t(c.firstRow) * p.qStrides[2];
+  }
+  static FFPA_DEVICE const Element* keyRows(const ForwardParams& p, const Coordinates& c, int firstKey) {
+    return static_cast<const Element*>(p.k) + c.batch * p.kStrides[0] + c.kvHead * p.kStrides[1] +
+           int64_t(firstKey) * p.kStrides[2];
+  }
+  static FFPA_DEVICE const Element* valueRows(const ForwardParams& p, const Coordinates& c, int firstKey) {
+    return static_cast<const Element*>(p.v) + c.batch * p.vStrides[0] + c.kvHead * p.vStrides[1] +
+           int64_t(firstKey) * p.vStrides[2];
+  }
+
+  // Where the CTA's (batch, head) of O and the LSE (null without one) start.
+  struct Outputs {
+    Element* o;
+    float* lse;
+  };
+
+  static FFPA_DEVICE Outputs outputsOf(const ForwardParams& p, const Coordinates& c) {
+    return {static_cast<Element*>(p.o) + c.batch * p.oStrides[0] + c.head * p.oStrides[1],
+            p.lse ? p.lse + c.batch * p.lseStrides[0] + c.head * p.lseStrides[1] : nullptr};
+  }
 
   // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
   static FFPA_DEVICE KeyTile keyTile(const ForwardParams& p, const Coordinates& c, int tile) {
@@ -112,22 +134,23 @@ struct ForwardKernel {
       const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
       if (!p.persistQ) {
-        copyTile(base, p.qRowBytes, kRows, panels, c.q, p.qStrides[2], p.seqQ - c.firstRow,
-                 p.headDimQk, column, kThreads);
+        copyTile<kRows, kThreads>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2], p.seqQ - c.firstRow,
+                                  p.headDimQk, column);
       }
-      copyTile(base + p.qkSlotKOffset, p.kRowBytes, kKeys, panels,
-               c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], p.seqKv - firstKey,
-               p.headDimQk, column, kThreads);
+      copyTile<kKeys, kThreads>(base + p.qkSlotKOffset, p.kRowBytes, panels,
+                                keyRows(p, c, firstKey), p.kStrides[2], p.seqKv - firstKey,
+                                p.headDimQk, column);
     } else {
-      // Panel i of a V step: panel (i % w) of step s for column warp i / w.
+      // Panel i of a V step: panel i / kColWarps of the step for column warp i % kColWarps (the
+      // column warps' panels interleaved, so that finding them takes no run-time division).
       const int w = p.vPanelsPerStep;
       const int firstPanel = (inTile - qkSteps) * w;
       auto column = [=](int panel) {
-        const int warpPanel = firstPanel + panel % w;
-        return warpPanel < kOutPanels ? (panel / w) * kShape.warpColumns + warpPanel * 16 : -1;
+        const int warpPanel = firstPanel + panel / kColWarps;
+        return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
       };
-      copyTile(base, p.vRowBytes, kKeys, kColWarps * w, c.v + int64_t(firstKey) * p.vStrides[2],
-               p.vStrides[2], p.seqKv - firstKey, p.headDimV, column, kThreads);
+      copyTile<kKeys, kThreads>(base, p.vRowBytes, kColWarps * w, valueRows(p, c, firstKey),
+                                p.vStrides[2], p.seqKv - firstKey, p.headDimV, column);
     }
   }
 
@@ -388,6 +411,7 @@ struct ForwardKernel {
       }
     }
     constexpr float kLn2 = 0.693147180559945309f;
+    const Outputs outputs = outputsOf(p, c);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = c.firstRow + c.warpRow + c.group + 8 * half;
@@ -395,7 +419,7 @@ struct ForwardKernel {
       // A row that saw no key (causal, bottom-right, more queries than keys): O = 0, LSE = -inf.
       // A NaN sum (a NaN score: max stayed -inf, exp2(NaN) = NaN) is not 0: it reaches O and LSE.
       const float scale = sum[half] == 0.0f ? 0.0f : 1.0f / sum[half];
-      Element* out = c.o + int64_t(row) * p.oStrides[2];
+      Element* out = outputs.o + int64_t(row) * p.oStrides[2];
 #pragma unroll
       for (int n = 0; n < kOutTiles; ++n) {
         const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
@@ -405,10 +429,10 @@ struct ForwardKernel {
           storeGlobal32(out + column, packPair(values[2 * half] * scale, values[2 * half + 1] * scale, Tag{}));
         }
       }
-      if (c.lse && c.colWarp == 0 && c.quad == 0) {
+      if (outputs.lse && c.colWarp == 0 && c.quad == 0) {
         const float lse = sum[half] == 0.0f ? kNegativeInfinity
                                             : (stats.max[half] + log2Approx(sum[half])) * kLn2;
-        storeGlobalF32(c.lse + int64_t(row) * p.lseStrides[2], lse);
+        storeGlobalF32(outputs.lse + int64_t(row) * p.lseStrides[2], lse);
       }
     }
   }
@@ -436,15 +460,15 @@ struct ForwardKernel {
       if (p.persistQ) {
         // The persisted Q tile: the first commit group, before every step.
         auto column = [](int panel) { return panel * 16; };
-        copyTile(shared + p.qPersistOffset, p.qRowBytes, kRows, qkPanels, c.q, p.qStrides[2],
-                 p.seqQ - c.firstRow, p.headDimQk, column, kThreads);
+        copyTile<kRows, kThreads>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c), p.qStrides[2],
+                                  p.seqQ - c.firstRow, p.headDimQk, column);
         copyAsyncCommit();
       }
       pipe.start();
       if constexpr (kQInRegisters) {
         // Wait for the persisted Q tile alone, then keep the warp's fragments of all of d_qk in
         // registers.
-        copyAsyncWaitPending(pipe.issued);
+        copyAsyncWaitPending(pipe.inFlight());
         blockBarrier();
 #pragma unroll
         for (int panel = 0; panel < kQRegisterPanels; ++panel) {
@@ -455,23 +479,24 @@ struct ForwardKernel {
       }
     }
 
-    int step = 0;
     for (int tile = 0; tile < tiles; ++tile) {
       Scores s;
       s.clear();
       if constexpr (kQInRegisters) {
-        uint32_t slot = 0;
+        // One acquire site for all steps, as for the V steps below.
+        for (int firstPanel = 0; firstPanel < qkPanels; firstPanel += p.qkPanelsPerStep) {
+          const uint32_t slot = pipe.acquire();
 #pragma unroll
-        for (int panel = 0; panel < kQRegisterPanels; ++panel) {
-          if (panel < qkPanels) {
-            if (panel % p.qkPanelsPerStep == 0) slot = pipe.acquire(step++);
-            scorePanel(s, qFrag[panel], slot + p.qkSlotKOffset, p.kRowBytes,
-                       panel % p.qkPanelsPerStep, c.colWarp);
+          for (int panel = 0; panel < kQRegisterPanels; ++panel) {
+            const int inStep = panel - firstPanel;
+            if (inStep >= 0 && inStep < p.qkPanelsPerStep && panel < qkPanels) {
+              scorePanel(s, qFrag[panel], slot + p.qkSlotKOffset, p.kRowBytes, inStep, c.colWarp);
+            }
           }
         }
       } else {
         for (int qkStep = 0; qkStep < qkSteps; ++qkStep) {
-          const uint32_t slot = pipe.acquire(step++);
+          const uint32_t slot = pipe.acquire();
           const int firstPanel = qkStep * p.qkPanelsPerStep;
           const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
           for (int panel = 0; panel < panels; ++panel) {
@@ -489,12 +514,23 @@ struct ForwardKernel {
       uint32_t pFrag[kKeySteps][4];
       softmax(p, c, tile, s, stats, o, pFrag);
 
-      uint32_t slot = 0;
+      // One acquire for all V steps: each acquire inlines the issue of later steps, and a copy
+      // of it per output panel made the kernel too large for the instruction cache. The panel
+      // loop stays unrolled, so that O's registers are indexed at compile time. The V panels of
+      // a step, one per column warp per output panel, are interleaved: the warp's panel for
+      // output panel `panel` lies `panel - firstPanel` strides into the slot.
+      const uint32_t vPanelStride = uint32_t(kColWarps * kKeys * p.vRowBytes);
+      for (int firstPanel = 0; firstPanel < kOutPanels; firstPanel += p.vPanelsPerStep) {
+        // Where output panel 0's V panel would lie (modulo 2^32); moved on by one stride per
+        // panel, so that no panel keeps an address of its own across the loop.
+        uint32_t vPanel = pipe.acquire() - uint32_t(firstPanel) * vPanelStride;
 #pragma unroll
-      for (int panel = 0; panel < kOutPanels; ++panel) {
-        const int inStep = panel % p.vPanelsPerStep;
-        if (inStep == 0) slot = pipe.acquire(step++);
-        valuePanel(o, pFrag, slot, p.vRowBytes, c.colWarp * p.vPanelsPerStep + inStep, panel);
+        for (int panel = 0; panel < kOutPanels; ++panel) {
+          if (panel >= firstPanel && panel < firstPanel + p.vPanelsPerStep) {
+            valuePanel(o, pFrag, vPanel, p.vRowBytes, c.colWarp, panel);
+          }
+          vPanel += vPanelStride;
+        }
       }
     }
     finish(p, c, stats, o);

@@ -36,24 +36,51 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
   }
 }
 
-// Copies rows [0, rows) x panels [0, panels) of a tile from global memory (row r at
+// Copies rows [0, kRows) x panels [0, panels) of a tile from global memory (row r at
 // global + r * rowStride, panel p at column columnOf(p); a negative column skips the panel)
-// into shared memory at `shared`. Rows at or past `validRows` and columns at or past
-// `validColumns` are zero-filled. Consecutive threads take consecutive 16-byte units of a row.
-template <class Element, class ColumnOf>
-FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int rows, int panels, const Element* global,
-                          int64_t rowStride, int validRows, int validColumns, ColumnOf columnOf,
-                          int threads) {
-  const int units = rows * panels * 2;
-  for (int index = threadIndex(); index < units; index += threads) {
-    const int unit = index & 1;
-    const int panel = (index >> 1) % panels;
-    const int row = (index >> 1) / panels;
-    const int column = columnOf(panel);
-    if (column < 0) continue;
-    const bool valid = row < validRows && column < validColumns;
-    const Element* source = valid ? global + row * rowStride + column + unit * 8 : global;
-    copyAsync16(shared + panelOffset(row, panel, unit, rows, rowBytes), source, valid);
+// into shared memory at `shared`, with kThreads threads. Rows at or past `validRows` and columns
+// at or past `validColumns` are zero-filled.
+//
+// Consecutive thread pairs take consecutive rows of a panel: a warp writes 16 whole panel rows,
+// 512 contiguous bytes of shared memory (no bank conflict; a row-major order would put the
+// threads of a warp on the same banks of different panels), and reads 16 full 32-byte sectors.
+// When the CTA's thread pairs cover whole panels, a thread keeps one row and 16-byte unit for
+// every panel it copies, so that row's address and validity are worked out once.
+template <int kRows, int kThreads, class Element, class ColumnOf>
+FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
+                          int validRows, int validColumns, ColumnOf columnOf) {
+  static_assert(kRows > 0 && (kRows & (kRows - 1)) == 0, "rows: a power of two");
+  static_assert(kThreads % 32 == 0, "whole warps");
+  constexpr int kPairs = kThreads / 2;
+  // Copies are issued inside the kernels' KV loops: what the thread works out here is worked
+  // out at each issue, not hoisted to hold registers across the loop.
+  const int thread = threadIndexAtUse();
+  if constexpr (kPairs % kRows == 0) {
+    constexpr int kPanelStride = kPairs / kRows;  // panels copied by the CTA per pass
+    const int unit = thread & 1;
+    const int row = (thread >> 1) & (kRows - 1);
+    const bool rowValid = row < validRows;
+    const Element* rowSource = global + (rowValid ? row * rowStride : 0) + unit * 8;
+    const uint32_t rowShared = shared + panelOffset(row, 0, unit, kRows, rowBytes);
+    const uint32_t panelBytes = static_cast<uint32_t>(kRows * rowBytes);
+    for (int panel = (thread >> 1) / kRows; panel < panels; panel += kPanelStride) {
+      const int column = columnOf(panel);
+      if (column < 0) continue;
+      const bool valid = rowValid && column < validColumns;
+      copyAsync16(rowShared + panel * panelBytes, valid ? rowSource + column : global, valid);
+    }
+  } else {
+    const int units = kRows * panels * 2;
+    for (int index = thread; index < units; index += kThreads) {
+      const int unit = index & 1;
+      const int row = (index >> 1) & (kRows - 1);
+      const int panel = (index >> 1) / kRows;
+      const int column = columnOf(panel);
+      if (column < 0) continue;
+      const bool valid = row < validRows && column < validColumns;
+      const Element* source = valid ? global + row * rowStride + column + unit * 8 : global;
+      copyAsync16(shared + panelOffset(row, panel, unit, kRows, rowBytes), source, valid);
+    }
   }
 }
 
@@ -88,22 +115,27 @@ FFPA_DEVICE void loadColumnsB(uint32_t (&b)[4], uint32_t tile, int rows, int row
 }
 
 // Stores the thread's part of a 16 x (8 * tiles) accumulator, packed to 16 bits, into a swizzled
-// 16-row tile at byte offset `tileOffset` of shared memory, columns from `column0`: row g and g + 8
-// of each n8 tile (the layout loadRowsA reads back as A fragments).
+// 16-row tile at byte offset `tileOffset` of shared memory, columns from `column0` (a multiple of
+// 8): row g and g + 8 of each n8 tile (the layout loadRowsA reads back as A fragments).
+//
+// n8 tile n is 8-column block k = column0 / 8 + n of the tile: unit k % 2 of panel k / 2, in
+// shifts and masks (the thread's few base values stay its only live registers; signed divisions
+// here once left a dozen hoisted offsets live across the forward's KV loop).
 template <int kTiles, class PackTag>
 FFPA_DEVICE void storeAccumulatorRows(uint32_t tileOffset, int column0, const float (&f)[kTiles][4],
                                       PackTag tag) {
-  const int lane = threadIndex() % 32;
-  const int group = lane / 4, quad = lane % 4;
+  const uint32_t lane = static_cast<uint32_t>(threadIndex()) % 32;
+  const uint32_t group = lane / 4, quad = lane % 4;
+  const uint32_t swizzle = (group >> 2) & 1;  // of rows g and g + 8 alike (panelOffset)
+  const uint32_t rowBase = tileOffset + group * 32 + quad * 4;
+  const uint32_t block0 = static_cast<uint32_t>(column0) >> 3;
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
-    const int column = column0 + 8 * n + 2 * quad;
+    const uint32_t block = block0 + n;
+    const uint32_t offset = rowBase + ((block >> 1) << 9) + (((block & 1) ^ swizzle) << 4);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int row = group + 8 * half;
-      const uint32_t offset =
-          tileOffset + panelOffset(row, column / 16, (column % 16) / 8, 16, 32) + (column % 8) * 2;
-      *reinterpret_cast<uint32_t*>(sharedMemory() + offset) =
+      *reinterpret_cast<uint32_t*>(sharedMemory() + offset + half * 256) =
           packPair(f[n][2 * half], f[n][2 * half + 1], tag);
     }
   }

@@ -5,9 +5,14 @@
 //   auto pipe = makeStepPipeline(rings, shared, scoreSteps, outputSteps, tiles,
 //                                [&](int tile, int inTile, uint32_t slot) { ...copyTile()s... });
 //   pipe.start();
-//   for each step:  const uint32_t slot = pipe.acquire(step);  ...ldmatrix from slot...
+//   for each step, in order:  const uint32_t slot = pipe.acquire();  ...ldmatrix from slot...
 //
 // The issuer only issues cp.async copies; the pipeline commits one group per step.
+//
+// Both ends of the stream (the next step to issue, the step being acquired) are cursors that move
+// one step at a time: a step's tile, its place in the tile and its ring slot are counted, never
+// divided out of a step number (an integer division by a run-time value costs about 20
+// instructions, and a handful per step cost more than the step's MMAs).
 #pragma once
 
 #include "common/platform.cuh"
@@ -19,67 +24,103 @@
 
 namespace ffpa::kernels::sm80 {
 
+// Where a step sits in the stream: its tile, and in one word its index in the tile (bits 0-7)
+// and the ring slots (bits 8-15: the score steps before it modulo the stages, or every step
+// before it with one shared ring; bits 16-23: the output steps before it modulo the stages).
+// Small counters share a register: the kernels that use the pipeline keep up to 255 registers
+// live, and every register the pipeline holds across their loops is one fewer for the
+// accumulators.
+struct StepCursor {
+  int tile = 0;
+  uint32_t place = 0;
+};
+
 template <class Issuer>
 struct StepPipeline {
   ffpa::sm80::StepRings rings;
   uint32_t shared;  // shared address of dynamic shared memory
   int scoreSteps;
-  int outputSteps;
-  int stepsPerTile;
-  int totalSteps;
+  int stepsPerTile;  // < 256
+  int tiles;
   Issuer issuer;
-  int issued = 0;  // steps issued so far (one commit group each)
+  StepCursor next;     // the next step to issue
+  StepCursor current;  // the step being consumed (step 0 before the first acquire)
+  // Bits 8-15: score-ring slots that steps from `current` on hold (with one shared ring, every
+  // slot); bits 16-23: output-ring slots they hold; bits 24-30: steps issued from `current` on
+  // (one commit group each); bit 31: a step has been acquired.
+  uint32_t held = 0;
 
-  FFPA_DEVICE bool isScoreStep(int step) const { return step % stepsPerTile < scoreSteps; }
-  FFPA_DEVICE int phase(int step) const { return 2 * (step / stepsPerTile) + (isScoreStep(step) ? 0 : 1); }
+  // Bit positions of the fields (the ring fields of StepCursor::place and of held match).
+  static constexpr int kScore = 8, kOutput = 16, kAhead = 24;
+  static constexpr uint32_t kAcquired = 1u << 31;
 
-  // Index of a step among the steps of its ring.
-  FFPA_DEVICE int ringIndex(int step) const {
-    const int tile = step / stepsPerTile, inTile = step % stepsPerTile;
-    return inTile < scoreSteps ? tile * scoreSteps + inTile : tile * outputSteps + inTile - scoreSteps;
-  }
-  // Steps of `step`'s ring that come before step `consumer` (already consumed).
-  FFPA_DEVICE int ringConsumedBefore(int step, int consumer) const {
-    const int tile = consumer / stepsPerTile, inTile = consumer % stepsPerTile;
-    if (isScoreStep(step)) return tile * scoreSteps + (inTile < scoreSteps ? inTile : scoreSteps);
-    return tile * outputSteps + (inTile < scoreSteps ? 0 : inTile - scoreSteps);
-  }
-  FFPA_DEVICE uint32_t slot(int step) const {
-    if (rings.shared) return shared + rings.scoreRingOffset + (step % rings.stages) * rings.scoreSlotBytes;
-    const uint32_t index = ringIndex(step) % rings.stages;
-    return isScoreStep(step) ? shared + rings.scoreRingOffset + index * rings.scoreSlotBytes
-                             : shared + rings.outputRingOffset + index * rings.outputSlotBytes;
+  static FFPA_DEVICE int inTile(const StepCursor& c) { return int(c.place & 0xffu); }
+  FFPA_DEVICE bool isScoreStep(const StepCursor& c) const { return inTile(c) < scoreSteps; }
+  // Score steps and output steps of a tile alternate in phases.
+  FFPA_DEVICE int phase(const StepCursor& c) const { return 2 * c.tile + (isScoreStep(c) ? 0 : 1); }
+  // kScore or kOutput: the ring of the step at `c`, as the position of its fields.
+  FFPA_DEVICE int ringOf(const StepCursor& c) const { return rings.shared || isScoreStep(c) ? kScore : kOutput; }
+
+  // Moves `c` one step on; returns the ring of the step it left, as a unit of its fields.
+  FFPA_DEVICE uint32_t advance(StepCursor& c) const {
+    const int ring = ringOf(c);
+    const uint32_t slot = (c.place >> ring) & 0xffu;
+    c.place += slot + 1 == uint32_t(rings.stages) ? 0u - (slot << ring) : 1u << ring;
+    if (inTile(c) + 1 == stepsPerTile) {
+      c.place &= ~0xffu;
+      ++c.tile;
+    } else {
+      ++c.place;
+    }
+    return 1u << ring;
   }
 
-  FFPA_DEVICE void issue(int step) {
-    issuer(step / stepsPerTile, step % stepsPerTile, slot(step));
+  FFPA_DEVICE uint32_t slot(const StepCursor& c) const {
+    const int ring = ringOf(c);
+    const uint32_t index = (c.place >> ring) & 0xffu;
+    if (ring == kScore) return shared + rings.scoreRingOffset + index * rings.scoreSlotBytes;
+    return shared + rings.outputRingOffset + index * rings.outputSlotBytes;
+  }
+
+  // Commit groups of the steps issued from `current` on: cp.async.wait_group(inFlight() - 1)
+  // completes step `current`.
+  FFPA_DEVICE int inFlight() const { return int((held >> kAhead) & 0x7fu); }
+
+  FFPA_DEVICE void issue() {
+    issuer(next.tile, inTile(next), slot(next));
     copyAsyncCommit();
-    ++issued;
+    held += (1u << kAhead) + advance(next);
   }
 
-  FFPA_DEVICE bool mayIssue(int step, int consumer) const {
-    if (step >= totalSteps) return false;
-    if (!rings.prefetch && phase(step) != phase(consumer)) return false;
-    if (rings.shared) return step - consumer < rings.stages;
-    return ringIndex(step) - ringConsumedBefore(step, consumer) < rings.stages;
+  // Whether the next step may be issued while `current` is being consumed: it exists, it is in
+  // the same phase unless prefetching, and its ring has a slot that no step from `current` on
+  // holds.
+  FFPA_DEVICE bool mayIssue() const {
+    if (next.tile >= tiles) return false;
+    if (!rings.prefetch && phase(next) != phase(current)) return false;
+    return int((held >> ringOf(next)) & 0xffu) < rings.stages;
   }
 
   // Issues the first steps. Copies committed before (persisted tiles) stay the oldest groups.
   FFPA_DEVICE void start() {
-    while (mayIssue(issued, 0)) issue(issued);
+    while (mayIssue()) issue();
   }
 
-  // Makes step `step`'s panels visible to the whole CTA and refills the slots of earlier steps.
-  // Returns the shared address of the step's slot.
-  FFPA_DEVICE uint32_t acquire(int step) {
-    if (issued <= step) {
+  // Makes the next step (the first on the first call) visible to the whole CTA and refills the
+  // slots of earlier steps. Returns the shared address of the step's slot.
+  FFPA_DEVICE uint32_t acquire() {
+    // The step acquired last is done with: every thread passes this step's barrier below before
+    // any refills its slot.
+    if (held & kAcquired) held -= (1u << kAhead) + advance(current);
+    held |= kAcquired;
+    if (inFlight() == 0) {
       blockBarrier();  // nothing in flight for this step: its slot may still be read
-      issue(step);
+      issue();
     }
-    copyAsyncWaitPending(issued - step - 1);
+    copyAsyncWaitPending(inFlight() - 1);
     blockBarrier();
-    while (mayIssue(issued, step)) issue(issued);
-    return slot(step);
+    while (mayIssue()) issue();
+    return slot(current);
   }
 };
 
@@ -87,9 +128,7 @@ template <class Issuer>
 FFPA_DEVICE StepPipeline<Issuer> makeStepPipeline(const ffpa::sm80::StepRings& rings, uint32_t shared,
                                                   int scoreSteps, int outputSteps, int tiles,
                                                   Issuer issuer) {
-  const int stepsPerTile = scoreSteps + outputSteps;
-  return StepPipeline<Issuer>{rings,        shared, scoreSteps, outputSteps,
-                              stepsPerTile, tiles * stepsPerTile, issuer};
+  return StepPipeline<Issuer>{rings, shared, scoreSteps, scoreSteps + outputSteps, tiles, issuer, {}, {}, 0u};
 }
 
 }  // namespace ffpa::kernels::sm80

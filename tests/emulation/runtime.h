@@ -78,6 +78,7 @@ struct float2 {
 
 // --- platform.cuh: the calling thread's position and its block's shared memory -----------------
 int threadIndex();
+inline int threadIndexAtUse() { return threadIndex(); }
 int blockIndexX();
 int blockIndexY();
 int blockIndexZ();

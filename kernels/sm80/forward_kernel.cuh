@@ -53,6 +53,7 @@ struct ForwardKernel {
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kHeadDimV % 16 == 0 && kHeadDimV <= 1024, "d_v: a multiple of 16 up to 1024");
+  static_assert(1024 / 16 + kShape.warpColumns / 16 <= kMaxStepsPerTile, "Q K^T and P V steps of a tile");
   static_assert(kShape.keysPerWarp % 8 == 0 && kKeys % 16 == 0, "MMA tiles need Bc % 16 == 0");
   static_assert(kKeyTiles == 1 || kKeyTiles % 2 == 0, "keys are loaded 16 at a time");
   static_assert(kShape.warpColumns % 16 == 0 && kShape.warpColumns <= 256, "O: <= 128 registers");

@@ -35,6 +35,10 @@ struct StepCursor {
   uint32_t place = 0;
 };
 
+// The most steps a tile may have (a step's place in its tile is 8 bits). With 16-column panels
+// and at least one panel per step, a head dim of 1024 gives at most 64 steps per operand.
+constexpr int kMaxStepsPerTile = 255;
+
 template <class Issuer>
 struct StepPipeline {
   ffpa::sm80::StepRings rings;

@@ -49,7 +49,8 @@ struct KeyGradientKernel {
 
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
   static_assert(kShape.warpColumns <= 128, "dK + dV: at most 128 fp32 registers per thread");
-  static_assert(2 * kHeadDim / 16 + 2 * kShape.warpColumns / 16 <= kMaxStepsPerTile, "S^T, dP^T, dV and dK steps");
+  static_assert(2 * kHeadDim / 16 + 2 * kShape.warpColumns / 16 <= kMaxStepsPerTile,
+                "S^T, dP^T, dV and dK steps of a tile");
   static_assert(kQueryTiles == 1 || kQueryTiles % 2 == 0, "queries are loaded 16 at a time");
   static_assert(kQueries % 16 == 0, "P^T dO: k16 steps");
 

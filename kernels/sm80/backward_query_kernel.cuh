@@ -45,7 +45,8 @@ struct QueryGradientKernel {
 
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
   static_assert(kShape.warpColumns <= 256, "dQ: at most 128 fp32 registers per thread");
-  static_assert(2 * kHeadDim / 16 + kShape.warpColumns / 16 <= kMaxStepsPerTile, "S, dP and dQ steps of a tile");
+  static_assert(2 * kHeadDim / 16 + kShape.warpColumns / 16 <= kMaxStepsPerTile,
+                "S, dP and dQ steps of a tile");
   static_assert(kKeyTiles == 1 || kKeyTiles % 2 == 0, "keys are loaded 16 at a time");
 
   // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role.

@@ -135,8 +135,8 @@ struct ForwardKernel {
       const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
       if (!p.persistQ) {
-        copyTile<kRows, kThreads>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2], p.seqQ - c.firstRow,
-                                  p.headDimQk, column);
+        copyTile<kRows, kThreads>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2],
+                                  p.seqQ - c.firstRow, p.headDimQk, column);
       }
       copyTile<kKeys, kThreads>(base + p.qkSlotKOffset, p.kRowBytes, panels,
                                 keyRows(p, c, firstKey), p.kStrides[2], p.seqKv - firstKey,
@@ -461,8 +461,8 @@ struct ForwardKernel {
       if (p.persistQ) {
         // The persisted Q tile: the first commit group, before every step.
         auto column = [](int panel) { return panel * 16; };
-        copyTile<kRows, kThreads>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c), p.qStrides[2],
-                                  p.seqQ - c.firstRow, p.headDimQk, column);
+        copyTile<kRows, kThreads>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c),
+                                  p.qStrides[2], p.seqQ - c.firstRow, p.headDimQk, column);
         copyAsyncCommit();
       }
       pipe.start();

@@ -63,7 +63,9 @@ struct StepPipeline {
   // Score steps and output steps of a tile alternate in phases.
   FFPA_DEVICE int phase(const StepCursor& c) const { return 2 * c.tile + (isScoreStep(c) ? 0 : 1); }
   // kScore or kOutput: the ring of the step at `c`, as the position of its fields.
-  FFPA_DEVICE int ringOf(const StepCursor& c) const { return rings.shared || isScoreStep(c) ? kScore : kOutput; }
+  FFPA_DEVICE int ringOf(const StepCursor& c) const {
+    return rings.shared || isScoreStep(c) ? kScore : kOutput;
+  }
 
   // Moves `c` one step on; returns the ring of the step it left, as a unit of its fields.
   FFPA_DEVICE uint32_t advance(StepCursor& c) const {

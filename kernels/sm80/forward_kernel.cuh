@@ -484,17 +484,11 @@ struct ForwardKernel {
       Scores s;
       s.clear();
       if constexpr (kQInRegisters) {
-        // One acquire site for all steps, as for the V steps below.
-        for (int firstPanel = 0; firstPanel < qkPanels; firstPanel += p.qkPanelsPerStep) {
-          const uint32_t slot = pipe.acquire();
-#pragma unroll
-          for (int panel = 0; panel < kQRegisterPanels; ++panel) {
-            const int inStep = panel - firstPanel;
-            if (inStep >= 0 && inStep < p.qkPanelsPerStep && panel < qkPanels) {
-              scorePanel(s, qFrag[panel], slot + p.qkSlotKOffset, p.kRowBytes, inStep, c.colWarp);
-            }
-          }
-        }
+        // K panels of a step: one stride of kKeys rows apart.
+        forEachStepPanel<kQRegisterPanels>(
+            pipe, qkPanels, p.qkPanelsPerStep, uint32_t(kKeys * p.kRowBytes), [&](uint32_t kPanel, int panel) {
+              scorePanel(s, qFrag[panel], kPanel + p.qkSlotKOffset, p.kRowBytes, 0, c.colWarp);
+            });
       } else {
         for (int qkStep = 0; qkStep < qkSteps; ++qkStep) {
           const uint32_t slot = pipe.acquire();
@@ -515,24 +509,12 @@ struct ForwardKernel {
       uint32_t pFrag[kKeySteps][4];
       softmax(p, c, tile, s, stats, o, pFrag);
 
-      // One acquire for all V steps: each acquire inlines the issue of later steps, and a copy
-      // of it per output panel made the kernel too large for the instruction cache. The panel
-      // loop stays unrolled, so that O's registers are indexed at compile time. The V panels of
-      // a step, one per column warp per output panel, are interleaved: the warp's panel for
-      // output panel `panel` lies `panel - firstPanel` strides into the slot.
-      const uint32_t vPanelStride = uint32_t(kColWarps * kKeys * p.vRowBytes);
-      for (int firstPanel = 0; firstPanel < kOutPanels; firstPanel += p.vPanelsPerStep) {
-        // Where output panel 0's V panel would lie (modulo 2^32); moved on by one stride per
-        // panel, so that no panel keeps an address of its own across the loop.
-        uint32_t vPanel = pipe.acquire() - uint32_t(firstPanel) * vPanelStride;
-#pragma unroll
-        for (int panel = 0; panel < kOutPanels; ++panel) {
-          if (panel >= firstPanel && panel < firstPanel + p.vPanelsPerStep) {
-            valuePanel(o, pFrag, vPanel, p.vRowBytes, c.colWarp, panel);
-          }
-          vPanel += vPanelStride;
-        }
-      }
+      // The V panels of a step, one per column warp per output panel, are interleaved: the
+      // warp's panel for output panel `panel` is kColWarps panels of kKeys rows after the last.
+      forEachStepPanel<kOutPanels>(pipe, kOutPanels, p.vPanelsPerStep, uint32_t(kColWarps * kKeys * p.vRowBytes),
+                                   [&](uint32_t vPanel, int panel) {
+                                     valuePanel(o, pFrag, vPanel, p.vRowBytes, c.colWarp, panel);
+                                   });
     }
     finish(p, c, stats, o);
   }

@@ -6,6 +6,7 @@
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
 #include "sm80/panels.cuh"
+#include "sm80/step_pipeline.cuh"
 
 #include <cstdint>
 
@@ -68,27 +69,16 @@ FFPA_DEVICE void accumulatePanel(AccumulatorTile<kTiles>& c, int tile, const uin
 }
 
 // The output steps of one product: acc (kOutPanels 16-column panels of the warp) += A B, B's
-// panels arriving panelsPerStep at a time through `pipe` (panel i of a step is panel i / kColWarps
-// of column warp i % kColWarps). One acquire serves every step: each acquire inlines the issue of
-// later steps, and a copy of it per panel would overflow the instruction cache. The panel loop
-// stays unrolled, so that the accumulators are indexed at compile time.
+// panels arriving panelsPerStep at a time through `pipe`, interleaved by column warp (panel i of
+// a step is panel i / kColWarps of column warp i % kColWarps).
 template <int kOutPanels, int kColWarps, class Pipe, int kSteps, int kTiles, class Tag>
 FFPA_DEVICE void accumulateOutputSteps(Pipe& pipe, int panelsPerStep, AccumulatorTile<kTiles>& acc,
                                        const uint32_t (&a)[kSteps][4], int bRows, int colWarp, Tag tag) {
   static_assert(kTiles == 2 * kOutPanels, "two n8 tiles per panel");
-  const uint32_t bPanelStride = uint32_t(kColWarps * bRows * 32);
-  for (int firstPanel = 0; firstPanel < kOutPanels; firstPanel += panelsPerStep) {
-    // Where output panel 0's B panel would lie (modulo 2^32); moved on by one stride per panel,
-    // so that no panel keeps an address of its own across the loop.
-    uint32_t bPanel = pipe.acquire() - uint32_t(firstPanel) * bPanelStride;
-#pragma unroll
-    for (int panel = 0; panel < kOutPanels; ++panel) {
-      if (panel >= firstPanel && panel < firstPanel + panelsPerStep) {
-        accumulatePanel(acc, panel, a, bPanel, bRows, colWarp, tag);
-      }
-      bPanel += bPanelStride;
-    }
-  }
+  forEachStepPanel<kOutPanels>(pipe, kOutPanels, panelsPerStep, uint32_t(kColWarps * bRows * 32),
+                               [&](uint32_t bPanel, int panel) {
+                                 accumulatePanel(acc, panel, a, bPanel, bRows, colWarp, tag);
+                               });
 }
 
 // A 16 x (16 * kSteps) matrix of a row group, shared by its column warps: each stores its

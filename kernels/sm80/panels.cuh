@@ -44,43 +44,28 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
 // Consecutive thread pairs take consecutive rows of a panel: a warp writes 16 whole panel rows,
 // 512 contiguous bytes of shared memory (no bank conflict; a row-major order would put the
 // threads of a warp on the same banks of different panels), and reads 16 full 32-byte sectors.
-// When the CTA's thread pairs cover whole panels, a thread keeps one row and 16-byte unit for
-// every panel it copies, so that row's address and validity are worked out once.
+// The CTA's thread pairs cover whole panels, so a thread keeps one row and 16-byte unit for every
+// panel it copies, and that row's address and validity are worked out once.
 template <int kRows, int kThreads, class Element, class ColumnOf>
 FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
                           int validRows, int validColumns, ColumnOf columnOf) {
   static_assert(kRows > 0 && (kRows & (kRows - 1)) == 0, "rows: a power of two");
-  static_assert(kThreads % 32 == 0, "whole warps");
-  constexpr int kPairs = kThreads / 2;
+  static_assert(kThreads % 32 == 0 && (kThreads / 2) % kRows == 0, "thread pairs: whole panels per pass");
+  constexpr int kPanelStride = kThreads / 2 / kRows;  // panels copied by the CTA per pass
   // Copies are issued inside the kernels' KV loops: what the thread works out here is worked
   // out at each issue, not hoisted to hold registers across the loop.
   const int thread = threadIndexAtUse();
-  if constexpr (kPairs % kRows == 0) {
-    constexpr int kPanelStride = kPairs / kRows;  // panels copied by the CTA per pass
-    const int unit = thread & 1;
-    const int row = (thread >> 1) & (kRows - 1);
-    const bool rowValid = row < validRows;
-    const Element* rowSource = global + (rowValid ? row * rowStride : 0) + unit * 8;
-    const uint32_t rowShared = shared + panelOffset(row, 0, unit, kRows, rowBytes);
-    const uint32_t panelBytes = static_cast<uint32_t>(kRows * rowBytes);
-    for (int panel = (thread >> 1) / kRows; panel < panels; panel += kPanelStride) {
-      const int column = columnOf(panel);
-      if (column < 0) continue;
-      const bool valid = rowValid && column < validColumns;
-      copyAsync16(rowShared + panel * panelBytes, valid ? rowSource + column : global, valid);
-    }
-  } else {
-    const int units = kRows * panels * 2;
-    for (int index = thread; index < units; index += kThreads) {
-      const int unit = index & 1;
-      const int row = (index >> 1) & (kRows - 1);
-      const int panel = (index >> 1) / kRows;
-      const int column = columnOf(panel);
-      if (column < 0) continue;
-      const bool valid = row < validRows && column < validColumns;
-      const Element* source = valid ? global + row * rowStride + column + unit * 8 : global;
-      copyAsync16(shared + panelOffset(row, panel, unit, kRows, rowBytes), source, valid);
-    }
+  const int unit = thread & 1;
+  const int row = (thread >> 1) & (kRows - 1);
+  const bool rowValid = row < validRows;
+  const Element* rowSource = global + (rowValid ? row * rowStride : 0) + unit * 8;
+  const uint32_t rowShared = shared + panelOffset(row, 0, unit, kRows, rowBytes);
+  const uint32_t panelBytes = static_cast<uint32_t>(kRows * rowBytes);
+  for (int panel = (thread >> 1) / kRows; panel < panels; panel += kPanelStride) {
+    const int column = columnOf(panel);
+    if (column < 0) continue;
+    const bool valid = rowValid && column < validColumns;
+    copyAsync16(rowShared + panel * panelBytes, valid ? rowSource + column : global, valid);
   }
 }
 

@@ -130,6 +130,26 @@ struct StepPipeline {
   }
 };
 
+// The steps of one phase whose panels a warp consumes in an unrolled loop: panels [0, panels) of
+// at most kPanels, panelsPerStep to a step, panel p of a step at the step's slot plus
+// (p - the step's first panel) * panelStride. Calls body(address, p) for each, with p a constant
+// once the loop is unrolled, so that register arrays indexed by it stay in registers. Every step
+// is acquired at this one place in the code: each acquire inlines the issue of later steps, and
+// a copy of it per panel made kernels too large for the instruction cache. The address runs on
+// by one stride per panel (modulo 2^32, from where panel 0 would lie), so that no panel keeps an
+// address of its own across the loop.
+template <int kPanels, class Pipe, class Body>
+FFPA_DEVICE void forEachStepPanel(Pipe& pipe, int panels, int panelsPerStep, uint32_t panelStride, Body&& body) {
+  for (int firstPanel = 0; firstPanel < panels; firstPanel += panelsPerStep) {
+    uint32_t address = pipe.acquire() - uint32_t(firstPanel) * panelStride;
+#pragma unroll
+    for (int panel = 0; panel < kPanels; ++panel) {
+      if (panel >= firstPanel && panel < firstPanel + panelsPerStep && panel < panels) body(address, panel);
+      address += panelStride;
+    }
+  }
+}
+
 template <class Issuer>
 FFPA_DEVICE StepPipeline<Issuer> makeStepPipeline(const ffpa::sm80::StepRings& rings, uint32_t shared,
                                                   int scoreSteps, int outputSteps, int tiles,

@@ -139,7 +139,7 @@ struct ForwardKernel {
       scoreProduct<Tag>(score, s.q, s.k, at.qk.count);
       mbarrierArrive(s.barrier(kKEmpty));
       if constexpr (kCluster > 1) {
-        exchangePartial(s.exchange, score, at.rank, tile, at.tiles);
+        exchangePartial(s.exchange, score, 1 - at.rank, tile, at.tiles);  // the other CTA of two
       }
 
       // Online softmax: mask, scale to log2 units, new row maxima over the 4 lanes of a row.

@@ -33,10 +33,17 @@ constexpr int kKeys = 64;                 // Bc: keys per KV tile
 constexpr int kBlockColumns = 64;         // elements of a 128-byte swizzled row (bf16/fp16)
 constexpr uint32_t kBlockBytes = 64 * 128;  // one 64 x 64 block
 constexpr int kThreads = 384;             // three warpgroups
-constexpr int kMaxClusterSize = 2;
+constexpr int kMaxClusterSize = 2;          // the forward's clusters
+constexpr int kMaxGradientClusterSize = 4;  // the backward's, for head dims above 512 or 640
 constexpr uint32_t kExchangeBytes = 128 * 32 * 4;  // a partial S: 32 fp32 per consumer-0 thread
 
 constexpr int columnBlocks(int headDim) { return (headDim + kBlockColumns - 1) / kBlockColumns; }
+
+// A cluster of 2^n CTAs sums a partial tile in n stages (recursive doubling: at stage s each CTA
+// swaps its running sum with the CTA whose rank differs in bit s), each through its own
+// kExchangeBytes receive buffer and pair of mbarriers per product exchanged.
+constexpr int kMaxExchangeStages = 2;
+constexpr int exchangeStages(int clusterSize) { return clusterSize >= 4 ? 2 : clusterSize >= 2 ? 1 : 0; }
 
 // CTAs per cluster: two for d_v above 512 (d_v <= 1024), one otherwise.
 constexpr int clusterSizeFor(int headDimV) { return headDimV > 512 ? 2 : 1; }

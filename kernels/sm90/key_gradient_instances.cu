@@ -10,8 +10,12 @@ void append(KeyGradientInstanceList& out) {
   using ffpa::kernels::Bf16Tag;
   using ffpa::kernels::HalfTag;
   using ffpa::kernels::sm90::keyGradientKernel;
-  out.push_back({kHeadDim, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&keyGradientKernel<HalfTag, kHeadDim>)});
-  out.push_back({kHeadDim, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&keyGradientKernel<Bf16Tag, kHeadDim>)});
+  constexpr int kCluster = keyGradientClusterSize(kHeadDim, kHeadDim);
+  static_assert(keyGradientInstanceDim(kHeadDim, kHeadDim) == kHeadDim, "an instance the planner asks for");
+  out.push_back({kHeadDim, kCluster, FFPA_DATA_TYPE_FLOAT16,
+                 reinterpret_cast<const void*>(&keyGradientKernel<HalfTag, kHeadDim, kCluster>)});
+  out.push_back({kHeadDim, kCluster, FFPA_DATA_TYPE_BFLOAT16,
+                 reinterpret_cast<const void*>(&keyGradientKernel<Bf16Tag, kHeadDim, kCluster>)});
 }
 
 }  // namespace
@@ -21,6 +25,8 @@ const KeyGradientInstanceList& keyGradientInstances() {
     KeyGradientInstanceList all;
     append<384>(all);
     append<512>(all);
+    append<768>(all);
+    append<1024>(all);
     return all;
   }();
   return instances;

@@ -1,7 +1,7 @@
 // The compiled instances of the sm90 dK/dV kernel of the backward, as the planner sees them: one
-// per element type and head dim (384, 512: the larger of d_qk and d_v, rounded up to a multiple
-// of 128; clusters of two CTAs; see sm90/key_gradient_params.h), built only for sm_90a
-// (key_gradient_instances.cu).
+// per element type and head dim (the larger of d_qk and d_v, rounded up: 384 and 512 on clusters
+// of two CTAs, 768 and 1024 on clusters of four; see sm90/key_gradient_params.h), built only for
+// sm_90a (key_gradient_instances.cu).
 #pragma once
 
 #include <ffpa/ffpa.h>
@@ -11,7 +11,8 @@
 namespace ffpa::sm90 {
 
 struct KeyGradientInstance {
-  int headDim;  // the largest d_qk and d_v it serves
+  int headDim;      // the largest d_qk and d_v it serves
+  int clusterSize;  // CTAs per cluster along x (keyGradientClusterSize)
   ffpaDataType_t dtype;
   const void* kernel;  // the __global__ function, for cudaLaunchKernel and its attributes
 };

@@ -1,14 +1,14 @@
-// The backward's dK/dV kernel for Hopper (sm_90a), on clusters of two CTAs: TMA loads into
+// The backward's dK/dV kernel for Hopper (sm_90a), on clusters of two or four CTAs: TMA loads into
 // 128-byte swizzled shared memory, wgmma from descriptors, a producer warpgroup and two consumers
 // (see sm90/key_gradient_params.h for the roles and the layout).
 //
 // Per step s (64 queries of one query head of the group), with the barriers that order it:
 //   producer:   [dO empty s-1] dO(s) -> dO full     [Q empty s-1] Q(s) -> Q full
-//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; exchange
+//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; summed over the cluster
 //               [tiles empty s-1] P^T -> shared memory
 //               [dP full] dS^T = P^T (dP^T - delta) -> dP empty; dS^T -> shared -> tiles full
 //               [dO full] dV0 += P^T dO -> dO empty;  dK0 += dS^T Q -> Q empty
-//   consumer 1: [dO full] dP^T = V dO^T over its d_v share; exchange
+//   consumer 1: [dO full] dP^T = V dO^T over its d_v share; summed over the cluster
 //               [dP empty s-1] dP^T - delta -> dP full
 //               [tiles full] dV1 += P^T dO -> dO empty;  [Q full] dK1 += dS^T Q -> Q empty, tiles empty
 // so dO(s+1) loads during dS^T Q of step s and consumer 1's dP^T(s+1) runs while Q(s+1) loads.
@@ -32,15 +32,15 @@ namespace ffpa::kernels::sm90 {
 
 using ffpa::sm90::KeyGradientParams;
 
-template <class Tag, int kHeadDim>
+template <class Tag, int kHeadDim, int kCluster>
 struct KeyGradientKernel {
   using Element = typename Tag::Element;
-  static constexpr int kCluster = kMaxClusterSize;
   static constexpr int kCtaColumns = kHeadDim / kCluster;          // dK and dV columns of one CTA
   static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
 
+  static_assert(kCluster == 2 || kCluster == kMaxGradientClusterSize, "clusters of two or four CTAs");
   static_assert(kHeadDim % (kBlockColumns * kCluster) == 0, "whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
@@ -49,7 +49,7 @@ struct KeyGradientKernel {
   struct Shared {
     uint32_t k, v, q, dO, p, ds;
     Four* dp;  // [kTileRegisters / 4][128 threads]: dP^T - delta of consumer 1's thread t
-    Exchange scores, gradients;
+    ExchangeStages scores, gradients;  // the partial S^T and dP^T
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
@@ -77,7 +77,7 @@ struct KeyGradientKernel {
   static FFPA_DEVICE Shared locateShared(const KeyGradientParams& p) {
     const AlignedShared shared = alignedShared();
     const uint32_t address = shared.address;
-    Shared s;
+    Shared s{};
     s.k = address + p.kOffset;
     s.v = address + p.vOffset;
     s.q = address + p.qOffset;
@@ -86,8 +86,7 @@ struct KeyGradientKernel {
     s.ds = address + p.dsOffset;
     s.dp = reinterpret_cast<Four*>(shared.base + p.dpOffset);
     s.barriers = address + p.barrierOffset;
-    s.scores = exchangeAt(shared, p.scoreExchangeOffset, s.barrier(kKeyScoreExchangeFull), s.barrier(kKeyScoreExchangeEmpty));
-    s.gradients = exchangeAt(shared, p.dpExchangeOffset, s.barrier(kKeyDpExchangeFull), s.barrier(kKeyDpExchangeEmpty));
+    locateExchangePair<kCluster>(shared, p.exchangeOffset, s.barrier(kKeyExchangeBarriers), s.scores, s.gradients);
     return s;
   }
 
@@ -180,7 +179,7 @@ struct KeyGradientKernel {
       float tile[kTileRegisters];  // S^T, then P^T, then dS^T
       mbarrierWait(s.barrier(kKeyQFull), step & 1);
       scoreProduct<Tag>(tile, s.k, s.q, at.qk.count);
-      exchangePartial(s.scores, tile, at.rank, step, at.steps);
+      reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps);
 
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -230,7 +229,7 @@ struct KeyGradientKernel {
       float dp[kTileRegisters];
       mbarrierWait(s.barrier(kKeyDOFull), step & 1);
       scoreProduct<Tag>(dp, s.v, s.dO, at.v.count);
-      exchangePartial(s.gradients, dp, at.rank, step, at.steps);
+      reducePartials<kCluster>(s.gradients, dp, at.rank, step, at.steps);
 
       // Register 4 j + 2 half + e holds query column 8 j + 2 quad + e (sm90/ptx.cuh).
       #pragma unroll
@@ -255,25 +254,28 @@ struct KeyGradientKernel {
     const Shared s = locateShared(p);
     const Position at = locate(p);
     // Arrivals per phase of each mbarrier (KeyGradientBarrier order).
-    const int arrivals[kKeyBarrierCount] = {
-        1, 1,            // K full, V full: the producer's expect_tx
-        1, 256,          // Q full; Q empty: both consumers
-        1, 256,          // dO full; dO empty: both consumers
-        128, 128,        // dP full (consumer 1), dP empty (consumer 0)
-        128, 128,        // tiles full (consumer 0), tiles empty (consumer 1)
-        1, 128, 1, 128,  // exchanges: one expect_tx; the other CTA's consumer
+    int arrivals[kKeyBarrierCount] = {
+        1, 1,      // K full, V full: the producer's expect_tx
+        1, 256,    // Q full; Q empty: both consumers
+        1, 256,    // dO full; dO empty: both consumers
+        128, 128,  // dP full (consumer 1), dP empty (consumer 0)
+        128, 128,  // tiles full (consumer 0), tiles empty (consumer 1)
     };
+    // Exchanges: full, one expect_tx; empty, the partner CTA's consumer.
+    for (int i = kKeyExchangeBarriers; i < kKeyBarrierCount; ++i) {
+      arrivals[i] = (i - kKeyExchangeBarriers) % 2 ? 128 : 1;
+    }
     initBarriers<kCluster>(s.barrier(0), arrivals);
     runRoles(at.steps > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
   }
 };
 
-// The kernel entry: grid (key tiles * 2, B * Hkv) or (.., Hkv, B), the key tiles ceil(seqKv / 64)
-// or those of SlicedTiles; 384 threads; sharedBytes.
-template <class Tag, int kHeadDim>
-FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
+// The kernel entry: grid (key tiles * kCluster, B * Hkv) or (.., Hkv, B), the key tiles
+// ceil(seqKv / 64) or those of SlicedTiles; 384 threads; sharedBytes.
+template <class Tag, int kHeadDim, int kCluster>
+FFPA_KERNEL void FFPA_CLUSTER_DIMS(kCluster, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
     keyGradientKernel(const FFPA_GRID_CONSTANT KeyGradientParams p) {
-  KeyGradientKernel<Tag, kHeadDim>::run(p);
+  KeyGradientKernel<Tag, kHeadDim, kCluster>::run(p);
 }
 
 }  // namespace ffpa::kernels::sm90

@@ -3,23 +3,25 @@
 // the emulator. It reads the row statistics the sm80 row-statistics kernel leaves in the
 // workspace (kernels/sm80/backward_params.h), as the sm90 dQ kernel does.
 //
-// The dQ kernel transposed: a cluster of two CTAs owns 64 keys of one (batch, KV head), each CTA
+// The dQ kernel transposed: a cluster of two or four CTAs owns 64 keys of one (batch, KV head), each CTA
 // holding its share of the 64-column blocks of K and V (resident) and, per tile of 64 queries of
 // each query head of the group, the instance's blocks per CTA of Q and dO from its share's first
 // (the columns of its dK and dV products), with three warpgroups:
 //   warpgroup 0, the producer: K and V once, then dO and Q per query tile (TMA);
-//   warpgroup 1, consumer 0: S^T = K Q^T over its d_qk share, exchanged with the other CTA;
+//   warpgroup 1, consumer 0: S^T = K Q^T over its d_qk share, summed over the cluster;
 //     P^T = exp2(S^T scale log2 e - lse2[query]), 0 where masked; dS^T = P^T (dP^T - delta[query])
 //     with consumer 1's dP^T; both to shared memory (16-bit, swizzled);
-//   warpgroup 2, consumer 1: dP^T = V dO^T over its d_v share, exchanged; dP^T - delta to shared
+//   warpgroup 2, consumer 1: dP^T = V dO^T over its d_v share, summed; dP^T - delta to shared
 //     memory (fp32);
 //   both consumers: dV[:, their columns] += P^T dO, dK[:, their columns] += dS^T Q.
 // dK (times the scale) and dV are written once, summed over the query heads of the group inside
 // the CTA: no atomics, the same bits from run to run.
 //
-// Registers: a consumer holds its half of the CTA's dV and dK columns, 2 x 64 fp32 at
-// d = 512 (a CTA's share of 256 columns), besides a [64, 64] tile: clusters of two serve
-// max(d_qk, d_v) in 257..512.
+// Registers: a consumer holds its half of the CTA's dV and dK columns, 2 x 64 fp32 when a CTA
+// holds 256 columns, besides a [64, 64] tile: clusters of two serve max(d_qk, d_v) in 257..512,
+// clusters of four 513..1024 (the same 256 columns per CTA at 1024). Four CTAs sum their
+// partial S^T and dP^T in two exchange stages (forward_params.h, exchangeStages), which take
+// 64 KiB of receive buffers: 230,544 bytes of shared memory per CTA at 1024.
 #pragma once
 
 #include "common/problem_sizes.h"
@@ -31,13 +33,21 @@
 namespace ffpa::sm90 {
 
 constexpr int kMinKeyGradientDim = 257;  // below, the mma.sync dK/dV kernel serves
-constexpr int kMaxKeyGradientDim = 512;
+constexpr int kMaxKeyGradientPairDim = 512;  // the largest a cluster of two serves
+constexpr int kMaxKeyGradientDim = 1024;
 
-// The head dim of the instance that serves d_qk, d_v: the larger, rounded up to a multiple of 128
-// (384 or 512); each CTA of the pair holds half of its columns of dK and of dV.
+// CTAs per cluster for head dims d_qk, d_v: two up to max(d_qk, d_v) = 512, four above.
+constexpr int keyGradientClusterSize(int headDimQk, int headDimV) {
+  return (headDimQk > headDimV ? headDimQk : headDimV) > kMaxKeyGradientPairDim ? kMaxGradientClusterSize : 2;
+}
+
+// The head dim of the instance that serves d_qk, d_v: the larger, rounded up to whole 64-column
+// blocks per CTA of its cluster (384 or 512 for two, 768 or 1024 for four); each CTA holds
+// 1 / clusterSize of its columns of dK and of dV.
 constexpr int keyGradientInstanceDim(int headDimQk, int headDimV) {
   const int larger = headDimQk > headDimV ? headDimQk : headDimV;
-  return (larger + 127) / 128 * 128;
+  const int multiple = kBlockColumns * keyGradientClusterSize(headDimQk, headDimV);
+  return (larger + multiple - 1) / multiple * multiple;
 }
 
 // The mbarriers, in shared memory after the tiles.
@@ -52,11 +62,10 @@ enum KeyGradientBarrier : int {
   kKeyDpEmpty,    // consumer 0 read it
   kKeyTilesFull,  // consumer 0 wrote P^T and dS^T
   kKeyTilesEmpty, // consumer 1 is done with them
-  kKeyScoreExchangeFull,  // the other CTA's partial S^T has arrived
-  kKeyScoreExchangeEmpty,
-  kKeyDpExchangeFull,     // and its partial dP^T
-  kKeyDpExchangeEmpty,
-  kKeyBarrierCount
+  // Then per exchange stage s (exchangeStages): full and empty of the partial S^T received,
+  // then of the partial dP^T, from kKeyExchangeBarriers + 4 s on.
+  kKeyExchangeBarriers,
+  kKeyBarrierCount = kKeyExchangeBarriers + 4 * kMaxExchangeStages
 };
 
 // Everything but the tensor maps (see ForwardArguments).
@@ -80,8 +89,9 @@ struct KeyGradientArguments : ProblemSizes {
   uint32_t pOffset;   // P^T, one block
   uint32_t dsOffset;  // dS^T, one block
   uint32_t dpOffset;  // dP^T - delta, fp32 [8][128 threads] float4
-  uint32_t scoreExchangeOffset;  // the partial S^T and dP^T received from the other CTA
-  uint32_t dpExchangeOffset;
+  // The partials received: per exchange stage s, S^T at 2 s and dP^T at 2 s + 1 times
+  // kExchangeBytes from here.
+  uint32_t exchangeOffset;
   uint32_t barrierOffset;
   uint32_t sharedBytes;  // to request, including up to 1023 bytes of alignment
 };
@@ -94,19 +104,19 @@ struct KeyGradientParams : KeyGradientArguments {
 };
 
 // Fills the layout fields of `p` (headDimQk and headDimV set) for one CTA of the instance of
-// head dim `instanceDim` (a cluster of two); returns the dynamic shared memory to request.
-inline uint32_t keyGradientLayout(KeyGradientArguments& p, int instanceDim) {
-  const uint32_t ctaBlocks = columnBlocks(instanceDim / kMaxClusterSize) * kBlockBytes;
+// head dim `instanceDim` in a cluster of `clusterSize`; returns the dynamic shared memory to
+// request.
+inline uint32_t keyGradientLayout(KeyGradientArguments& p, int instanceDim, int clusterSize) {
+  const uint32_t ctaBlocks = columnBlocks(instanceDim / clusterSize) * kBlockBytes;
   LayoutCursor cursor;
-  p.kOffset = cursor.take(blockShare(columnBlocks(p.headDimQk), kMaxClusterSize, 0).count * kBlockBytes);
-  p.vOffset = cursor.take(blockShare(columnBlocks(p.headDimV), kMaxClusterSize, 0).count * kBlockBytes);
+  p.kOffset = cursor.take(blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes);
+  p.vOffset = cursor.take(blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes);
   p.qOffset = cursor.take(ctaBlocks);
   p.dOOffset = cursor.take(ctaBlocks);
   p.pOffset = cursor.take(kBlockBytes);
   p.dsOffset = cursor.take(kBlockBytes);
   p.dpOffset = cursor.take(kExchangeBytes);
-  p.scoreExchangeOffset = cursor.take(kExchangeBytes);
-  p.dpExchangeOffset = cursor.take(kExchangeBytes);
+  p.exchangeOffset = cursor.take(2 * exchangeStages(clusterSize) * kExchangeBytes);
   p.barrierOffset = cursor.take(kKeyBarrierCount * 8);
   p.sharedBytes = cursor.sharedBytes();
   return p.sharedBytes;

@@ -17,13 +17,14 @@ void appendSingle(QueryGradientInstanceList& out) {
                  reinterpret_cast<const void*>(&queryGradientKernel<Bf16Tag, kHeadDimQk>)});
 }
 
-template <int kHeadDimQk>
+template <int kHeadDimQk, int kCluster>
 void appendClustered(QueryGradientInstanceList& out) {
   using ffpa::kernels::sm90::clusterQueryGradientKernel;
-  out.push_back({kHeadDimQk, kMaxClusterSize, FFPA_DATA_TYPE_FLOAT16,
-                 reinterpret_cast<const void*>(&clusterQueryGradientKernel<HalfTag, kHeadDimQk>)});
-  out.push_back({kHeadDimQk, kMaxClusterSize, FFPA_DATA_TYPE_BFLOAT16,
-                 reinterpret_cast<const void*>(&clusterQueryGradientKernel<Bf16Tag, kHeadDimQk>)});
+  static_assert(gradientInstanceDimQk(kHeadDimQk, kCluster) == kHeadDimQk, "an instance the planner asks for");
+  out.push_back({kHeadDimQk, kCluster, FFPA_DATA_TYPE_FLOAT16,
+                 reinterpret_cast<const void*>(&clusterQueryGradientKernel<HalfTag, kHeadDimQk, kCluster>)});
+  out.push_back({kHeadDimQk, kCluster, FFPA_DATA_TYPE_BFLOAT16,
+                 reinterpret_cast<const void*>(&clusterQueryGradientKernel<Bf16Tag, kHeadDimQk, kCluster>)});
 }
 
 }  // namespace
@@ -33,9 +34,11 @@ const QueryGradientInstanceList& queryGradientInstances() {
     QueryGradientInstanceList all;
     appendSingle<320>(all);
     appendSingle<384>(all);
-    appendClustered<384>(all);
-    appendClustered<512>(all);
-    appendClustered<640>(all);
+    appendClustered<384, 2>(all);
+    appendClustered<512, 2>(all);
+    appendClustered<640, 2>(all);
+    appendClustered<768, 4>(all);
+    appendClustered<1024, 4>(all);
     return all;
   }();
   return instances;

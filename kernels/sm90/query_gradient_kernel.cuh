@@ -18,9 +18,9 @@
 // With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
 // query segment and its KV tiles those of the forward's walk, masked by each tile's slice.
 //
-// In a cluster of two (kCluster = 2), each CTA holds its share of the head dims' 64-column
-// blocks; consumer 0 exchanges its partial S, consumer 1 its partial dP, each on its own pair of
-// mbarriers (warpgroup_tiles.cuh: exchangePartial), before either is used.
+// In a cluster (kCluster = 2 or 4), each CTA holds its share of the head dims' 64-column blocks;
+// consumer 0 sums its partial S over the cluster, consumer 1 its partial dP, each through its own
+// buffers and mbarriers (warpgroup_tiles.cuh: reducePartials), before either is used.
 #pragma once
 
 #include "common/element.cuh"
@@ -42,7 +42,8 @@ struct QueryGradientKernel {
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
 
-  static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
+  static_assert(kCluster == 1 || kCluster == 2 || kCluster == kMaxGradientClusterSize,
+                "one CTA, or a cluster of two or four");
   static_assert(kHeadDimQk % (kBlockColumns * kCluster) == 0, "d_qk: whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 384,
                 "128..384 dQ columns per CTA (two consumers of whole 64-column blocks)");
@@ -51,7 +52,7 @@ struct QueryGradientKernel {
   struct Shared {
     uint32_t q, dO, k, v, ds;
     Four* dp;  // [kTileRegisters / 4][128 threads]: dP - delta of consumer 1's thread t
-    Exchange scores, gradients;
+    ExchangeStages scores, gradients;  // the partial S and dP
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
@@ -63,7 +64,7 @@ struct QueryGradientKernel {
   static FFPA_DEVICE Shared locateShared(const QueryGradientParams& p) {
     const AlignedShared shared = alignedShared();
     const uint32_t address = shared.address;
-    Shared s;
+    Shared s{};
     s.q = address + p.qOffset;
     s.dO = address + p.dOOffset;
     s.k = address + p.kOffset;
@@ -71,8 +72,7 @@ struct QueryGradientKernel {
     s.ds = address + p.dsOffset;
     s.dp = reinterpret_cast<Four*>(shared.base + p.dpOffset);
     s.barriers = address + p.barrierOffset;
-    s.scores = exchangeAt(shared, p.scoreExchangeOffset, s.barrier(kScoreExchangeFull), s.barrier(kScoreExchangeEmpty));
-    s.gradients = exchangeAt(shared, p.dpExchangeOffset, s.barrier(kDpExchangeFull), s.barrier(kDpExchangeEmpty));
+    locateExchangePair<kCluster>(shared, p.exchangeOffset, s.barrier(kGradExchangeBarriers), s.scores, s.gradients);
     return s;
   }
 
@@ -140,7 +140,7 @@ struct QueryGradientKernel {
       const KeyTile keys = keyTileOf(p.sliced, at, tile);
       mbarrierWait(s.barrier(kGradKFull), tile & 1);
       scoreProduct<Tag>(t, s.q, s.k, at.qk.count);
-      if constexpr (kCluster > 1) exchangePartial(s.scores, t, at.rank, tile, at.tiles);
+      if constexpr (kCluster > 1) reducePartials<kCluster>(s.scores, t, at.rank, tile, at.tiles);
 
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -186,7 +186,7 @@ struct QueryGradientKernel {
       mbarrierWait(s.barrier(kGradVFull), tile & 1);
       scoreProduct<Tag>(dp, s.dO, s.v, at.v.count);
       mbarrierArrive(s.barrier(kGradVEmpty));
-      if constexpr (kCluster > 1) exchangePartial(s.gradients, dp, at.rank, tile, at.tiles);
+      if constexpr (kCluster > 1) reducePartials<kCluster>(s.gradients, dp, at.rank, tile, at.tiles);
 
       // Register 4 j + 2 half + e holds a column of row `half` (sm90/ptx.cuh).
       #pragma unroll
@@ -210,15 +210,18 @@ struct QueryGradientKernel {
     const Shared s = locateShared(p);
     const Position at = locate(p);
     // Arrivals per phase of each mbarrier (QueryGradientBarrier order).
-    const int arrivals[kGradBarrierCount] = {
-        1, 1,            // Q full, dO full: the producer's expect_tx
-        1, 256,          // K full; K empty: both consumers
-        1, 128,          // V full; V empty: consumer 1
-        128, 128,        // dP full (consumer 1), dP empty (consumer 0)
-        128, 128,        // dS full per slot: consumer 0
-        128, 128,        // dS empty per slot: consumer 1
-        1, 128, 1, 128,  // exchanges: one expect_tx; the other CTA's consumer
+    int arrivals[kGradBarrierCount] = {
+        1, 1,      // Q full, dO full: the producer's expect_tx
+        1, 256,    // K full; K empty: both consumers
+        1, 128,    // V full; V empty: consumer 1
+        128, 128,  // dP full (consumer 1), dP empty (consumer 0)
+        128, 128,  // dS full per slot: consumer 0
+        128, 128,  // dS empty per slot: consumer 1
     };
+    // Exchanges: full, one expect_tx; empty, the partner CTA's consumer.
+    for (int i = kGradExchangeBarriers; i < kGradBarrierCount; ++i) {
+      arrivals[i] = (i - kGradExchangeBarriers) % 2 ? 128 : 1;
+    }
     initBarriers<kCluster>(s.barrier(0), arrivals);
     runRoles(at.tiles > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
   }
@@ -232,10 +235,10 @@ FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1)
   QueryGradientKernel<Tag, kHeadDimQk, 1>::run(p);
 }
 
-template <class Tag, int kHeadDimQk>
-FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
+template <class Tag, int kHeadDimQk, int kCluster>
+FFPA_KERNEL void FFPA_CLUSTER_DIMS(kCluster, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
     clusterQueryGradientKernel(const FFPA_GRID_CONSTANT QueryGradientParams p) {
-  QueryGradientKernel<Tag, kHeadDimQk, kMaxClusterSize>::run(p);
+  QueryGradientKernel<Tag, kHeadDimQk, kCluster>::run(p);
 }
 
 }  // namespace ffpa::kernels::sm90

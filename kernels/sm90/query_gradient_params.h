@@ -19,7 +19,10 @@
 // than 227 KiB of shared memory above d = 384. Two CTAs of a cluster then take the same 64 rows
 // and split the head dims by 64-column blocks as the forward does: each computes partial S and
 // partial dP over its shares, the two exchange both through distributed shared memory, both form
-// the same dS, and each accumulates dQ for its share of d_qk's columns.
+// the same dS, and each accumulates dQ for its share of d_qk's columns. Above 640 the halves no
+// longer fit either, and four CTAs share the rows: they sum their partials in two exchange stages
+// (forward_params.h, exchangeStages), whose receive buffers take 64 KiB: 230,560 bytes of shared
+// memory per CTA at 1024 / 1024.
 #pragma once
 
 #include "common/problem_sizes.h"
@@ -30,21 +33,26 @@
 
 namespace ffpa::sm90 {
 
-constexpr int kMaxSingleGradientDim = 384;    // the largest d_qk and d_v one CTA holds
-constexpr int kMaxClusterGradientDim = 640;   // and a cluster of two
-constexpr int kMinGradientDimQk = 257;        // below, the mma.sync dQ kernel serves
+constexpr int kMaxSingleGradientDim = 384;  // the largest d_qk and d_v one CTA holds
+constexpr int kMaxPairGradientDim = 640;    // and a cluster of two
+constexpr int kMaxGradientDim = 1024;       // and a cluster of four
+constexpr int kMinGradientDimQk = 257;      // below, the mma.sync dQ kernel serves
 
 // CTAs per cluster for head dims d_qk, d_v.
 constexpr int gradientClusterSize(int headDimQk, int headDimV) {
-  return (headDimQk > headDimV ? headDimQk : headDimV) > kMaxSingleGradientDim ? 2 : 1;
+  const int larger = headDimQk > headDimV ? headDimQk : headDimV;
+  return larger > kMaxPairGradientDim ? kMaxGradientClusterSize : larger > kMaxSingleGradientDim ? 2 : 1;
 }
 
 // The d_qk of the instance that serves `headDimQk` in a cluster of `clusterSize`: the next
-// multiple of 64 (one CTA: 320, 384) or of 128, at least 384 (two: 384, 512, 640).
+// multiple of 64 (one CTA: 320, 384), of 128 and at least 384 (two: 384, 512, 640), or of 256
+// and at least 768 (four: 768, 1024). The smaller d_qk of a cluster run on its smallest
+// instance, whose last ranks compute columns of zeros.
 constexpr int gradientInstanceDimQk(int headDimQk, int clusterSize) {
   const int multiple = kBlockColumns * clusterSize;
   const int rounded = (headDimQk + multiple - 1) / multiple * multiple;
-  return clusterSize > 1 && rounded < kMaxSingleGradientDim ? kMaxSingleGradientDim : rounded;
+  const int smallest = clusterSize == 1 ? 0 : clusterSize == 2 ? kMaxSingleGradientDim : 768;
+  return rounded < smallest ? smallest : rounded;
 }
 
 // The mbarriers, in shared memory after the tiles.
@@ -61,11 +69,10 @@ enum QueryGradientBarrier : int {
   kDsFull1,
   kDsEmpty0,      // kDsEmpty0 + slot: consumer 1 is done with it
   kDsEmpty1,
-  kScoreExchangeFull,  // cluster of two: the other CTA's partial S has arrived
-  kScoreExchangeEmpty,
-  kDpExchangeFull,     // and its partial dP
-  kDpExchangeEmpty,
-  kGradBarrierCount
+  // Then per exchange stage s of a cluster (exchangeStages): full and empty of the partial S
+  // received, then of the partial dP, from kGradExchangeBarriers + 4 s on.
+  kGradExchangeBarriers,
+  kGradBarrierCount = kGradExchangeBarriers + 4 * kMaxExchangeStages
 };
 
 // Everything but the tensor maps (see ForwardArguments).
@@ -84,8 +91,9 @@ struct QueryGradientArguments : ProblemSizes {
   uint32_t vOffset;
   uint32_t dsOffset;  // two dS slots of one block each
   uint32_t dpOffset;  // dP - delta, fp32 [8][128 threads] float4
-  uint32_t scoreExchangeOffset;  // cluster of two: the partial S and dP received
-  uint32_t dpExchangeOffset;
+  // Clusters: the partials received, per exchange stage s, S at 2 s and dP at 2 s + 1 times
+  // kExchangeBytes from here.
+  uint32_t exchangeOffset;
   uint32_t barrierOffset;
   uint32_t sharedBytes;  // to request, including up to 1023 bytes of alignment
 };
@@ -109,8 +117,7 @@ inline uint32_t queryGradientLayout(QueryGradientArguments& p, int instanceDimQk
   p.vOffset = cursor.take(vBytes);
   p.dsOffset = cursor.take(2 * kBlockBytes);
   p.dpOffset = cursor.take(kExchangeBytes);
-  p.scoreExchangeOffset = cursor.take(clusterSize > 1 ? kExchangeBytes : 0);
-  p.dpExchangeOffset = cursor.take(clusterSize > 1 ? kExchangeBytes : 0);
+  p.exchangeOffset = cursor.take(2 * exchangeStages(clusterSize) * kExchangeBytes);
   p.barrierOffset = cursor.take(kGradBarrierCount * 8);
   p.sharedBytes = cursor.sharedBytes();
   return p.sharedBytes;

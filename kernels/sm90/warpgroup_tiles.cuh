@@ -297,10 +297,10 @@ FFPA_DEVICE void storeAccumulator(const float (&acc)[N / 2], Element* out, int64
   }
 }
 
-// Where a partial tile crosses between the two CTAs of a cluster: this CTA's receive buffer
+// Where a partial tile crosses between two CTAs of a cluster: this CTA's receive buffer
 // (kExchangeBytes, [i][thread] float4, so that a warp's stores and loads cover 512 contiguous
-// bytes) and its two mbarriers: `full` (the other CTA's partial has arrived; one expect_tx) and
-// `empty` (the other CTA has read what this one sent; 128 remote arrivals).
+// bytes) and its two mbarriers: `full` (the partner's partial has arrived; one expect_tx) and
+// `empty` (the partner has read what this one sent; 128 remote arrivals).
 struct Exchange {
   uint32_t buffer;
   const float* received;  // the buffer, as a generic pointer
@@ -308,21 +308,40 @@ struct Exchange {
   uint32_t empty;
 };
 
+// The exchanges of one product, one per stage of the cluster's sum (exchangeStages).
+struct ExchangeStages {
+  Exchange stage[kMaxExchangeStages];
+};
+
 // The exchange whose buffer is `offset` bytes into the aligned shared memory.
 FFPA_DEVICE Exchange exchangeAt(const AlignedShared& shared, uint32_t offset, uint32_t full, uint32_t empty) {
   return {shared.address + offset, reinterpret_cast<const float*>(shared.base + offset), full, empty};
 }
 
-// Cluster of two: adds the other CTA's partial tile of `tile` to this CTA's (`part`), after
-// sending it this one; both CTAs then hold the same sum (fp32 addition commutes).
-FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters], int rank, int tile,
+// The exchanges of the two partial tiles a gradient kernel sums over its cluster of kCluster CTAs
+// (S and dP, or their transposes): at stage s the buffers 2 s and 2 s + 1 times kExchangeBytes
+// from `offset`, and the four mbarriers (full and empty of each) 32 s bytes from `firstBarrier`.
+template <int kCluster>
+FFPA_DEVICE void locateExchangePair(const AlignedShared& shared, uint32_t offset, uint32_t firstBarrier,
+                                    ExchangeStages& scores, ExchangeStages& gradients) {
+  #pragma unroll
+  for (int stage = 0; stage < exchangeStages(kCluster); ++stage) {
+    const uint32_t buffer = offset + 2 * stage * kExchangeBytes;
+    const uint32_t barrier = firstBarrier + 32u * stage;
+    scores.stage[stage] = exchangeAt(shared, buffer, barrier, barrier + 8);
+    gradients.stage[stage] = exchangeAt(shared, buffer + kExchangeBytes, barrier + 16, barrier + 24);
+  }
+}
+
+// Adds the partial tile of `tile` that the CTA of rank `partner` holds to this CTA's (`part`),
+// after sending it this one; both CTAs then hold the same sum (fp32 addition commutes).
+FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile,
                                  int tiles) {
   const int t = threadIndex() % 128;
-  const int other = 1 - rank;
   if (t == 0) mbarrierArriveExpectTx(x.full, kExchangeBytes);
   if (tile > 0) mbarrierWaitCluster(x.empty, (tile - 1) & 1);
-  const uint32_t buffer = mapShared(x.buffer, other);
-  const uint32_t full = mapShared(x.full, other);
+  const uint32_t buffer = mapShared(x.buffer, partner);
+  const uint32_t full = mapShared(x.full, partner);
   #pragma unroll
   for (int i = 0; i < kTileRegisters / 4; ++i) {
     const float four[4] = {part[4 * i], part[4 * i + 1], part[4 * i + 2], part[4 * i + 3]};
@@ -336,8 +355,21 @@ FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters
     #pragma unroll
     for (int e = 0; e < 4; ++e) part[4 * i + e] += received[e];
   }
-  // The other CTA may send the next tile's partial; after the last tile it may have exited.
-  if (tile + 1 < tiles) mbarrierArriveCluster(mapShared(x.empty, other));
+  // The partner may send the next tile's partial; after the last tile it may have exited.
+  if (tile + 1 < tiles) mbarrierArriveCluster(mapShared(x.empty, partner));
+}
+
+// Cluster of kCluster CTAs (2 or 4): replaces this CTA's partial tile `part` by the sum of the
+// cluster's, by recursive doubling: at stage s the CTA swaps its running sum with rank ^ 2^s.
+// Every CTA ends with the same bits: at each stage two partners add the same two values.
+template <int kCluster>
+FFPA_DEVICE void reducePartials(const ExchangeStages& x, float (&part)[kTileRegisters], int rank, int tile,
+                                int tiles) {
+  static_assert(kCluster == 2 || kCluster == 4, "clusters of two or four CTAs");
+  #pragma unroll
+  for (int stage = 0; stage < exchangeStages(kCluster); ++stage) {
+    exchangePartial(x.stage[stage], part, rank ^ (1 << stage), tile, tiles);
+  }
 }
 
 }  // namespace ffpa::kernels::sm90

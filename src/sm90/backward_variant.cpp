@@ -48,9 +48,13 @@ const QueryGradientInstance* findQueryInstance(const AttentionProblem& problem) 
 }
 
 const KeyGradientInstance* findKeyInstance(const AttentionProblem& problem) {
-  const int dim = keyGradientInstanceDim(static_cast<int>(problem.headDimQk), static_cast<int>(problem.headDimV));
+  const int qk = static_cast<int>(problem.headDimQk), v = static_cast<int>(problem.headDimV);
+  const int dim = keyGradientInstanceDim(qk, v);
+  const int clusterSize = keyGradientClusterSize(qk, v);
   for (const KeyGradientInstance& instance : keyInstances()) {
-    if (instance.headDim == dim && instance.dtype == problem.dtype) return &instance;
+    if (instance.headDim == dim && instance.clusterSize == clusterSize && instance.dtype == problem.dtype) {
+      return &instance;
+    }
   }
   return nullptr;
 }
@@ -200,7 +204,8 @@ Plan plan(const PlanRequest& r) {
   }
   const std::optional<QueryGradientShape> queryShape =
       d.query ? std::optional<QueryGradientShape>({d.query->headDimQk, d.query->clusterSize}) : std::nullopt;
-  const std::optional<int> keyDim = d.key ? std::optional<int>(d.key->headDim) : std::nullopt;
+  const std::optional<KeyGradientShape> keyShape =
+      d.key ? std::optional<KeyGradientShape>({d.key->headDim, d.key->clusterSize}) : std::nullopt;
   std::string config;
   if (queryShape) {
     config = sm90Config("dQ", queryShape->clusterSize, queryShape->headDimQk / queryShape->clusterSize,
@@ -209,15 +214,16 @@ Plan plan(const PlanRequest& r) {
   } else {
     config = cat("dQ: mma.sync (", d.queryWhy, "); ");
   }
-  if (keyDim) {
-    config += sm90Config("dK/dV", kMaxClusterSize, *keyDim / kMaxClusterSize, " exchange=S^T,dP^T:dsmem",
+  if (keyShape) {
+    config += sm90Config("dK/dV", keyShape->clusterSize, keyShape->headDim / keyShape->clusterSize,
+                         " exchange=S^T,dP^T:dsmem",
                          keyGradientSharedBytes(r.problem), d.gridDnhb) +
               "; ";
   } else {
     config += cat("dK/dV: mma.sync (", d.keyWhy, "); ");
   }
   Plan plan;
-  plan.kernel = backwardInstanceName(r.problem.dtype, queryShape, keyDim);
+  plan.kernel = backwardInstanceName(r.problem.dtype, queryShape, keyShape);
   plan.config = cat(config, "mma.sync part: ", sm80::backwardInstanceName(*mmaSync.instance), " ",
                     sm80::describeBackwardConfig(mmaSync));
   plan.kernelWorkspaceBytes = mmaSync.workspaceBytes;
@@ -228,10 +234,10 @@ Plan plan(const PlanRequest& r) {
 }  // namespace
 
 std::string backwardInstanceName(ffpaDataType_t dtype, std::optional<QueryGradientShape> query,
-                                 std::optional<int> keyDim) {
+                                 std::optional<KeyGradientShape> key) {
   std::string name = cat(kBackwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16");
-  if (query) name += cat(".dq", query->headDimQk, query->clusterSize > 1 ? "x2" : "");
-  if (keyDim) name += cat(".dkdv", *keyDim, "x2");
+  if (query) name += cat(".dq", query->headDimQk, query->clusterSize > 1 ? cat("x", query->clusterSize) : "");
+  if (key) name += cat(".dkdv", key->headDim, "x", key->clusterSize);
   return name;
 }
 

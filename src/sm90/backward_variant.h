@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/kernel_registry.h"
+#include "sm90/key_gradient_call.h"
 #include "sm90/query_gradient_call.h"
 
 #include <ffpa/ffpa.h>
@@ -19,10 +20,10 @@ namespace ffpa::sm90 {
 constexpr const char* kBackwardVariantName = "sm90.backward";
 
 // "sm90.backward.bf16.dq512x2.dkdv512x2": the variant, the element type, and the sm90 kernels
-// that run: the dQ instance's d_qk ("x2": a cluster of two) and the dK/dV instance's head dim
-// (always clusters of two); a kernel left out is the mma.sync one.
+// that run: the dQ instance's d_qk ("x2", "x4": a cluster of two or four) and the dK/dV
+// instance's head dim and cluster size; a kernel left out is the mma.sync one.
 std::string backwardInstanceName(ffpaDataType_t dtype, std::optional<QueryGradientShape> query,
-                                 std::optional<int> keyDim);
+                                 std::optional<KeyGradientShape> key);
 
 void registerBackwardVariant(KernelRegistry& registry);
 

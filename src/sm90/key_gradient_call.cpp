@@ -12,6 +12,10 @@ int instanceDimOf(const AttentionProblem& p) {
   return keyGradientInstanceDim(static_cast<int>(p.headDimQk), static_cast<int>(p.headDimV));
 }
 
+int clusterSizeOf(const AttentionProblem& p) {
+  return keyGradientClusterSize(static_cast<int>(p.headDimQk), static_cast<int>(p.headDimV));
+}
+
 }  // namespace
 
 std::string keyGradientRefusal(const AttentionProblem& p) {
@@ -31,7 +35,7 @@ uint32_t keyGradientSharedBytes(const AttentionProblem& p) {
   KeyGradientArguments a{};
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
-  return keyGradientLayout(a, instanceDimOf(p));
+  return keyGradientLayout(a, instanceDimOf(p), clusterSizeOf(p));
 }
 
 KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorArgs& tensors, const float* rowStats,
@@ -47,9 +51,10 @@ KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorA
   copyGradientSizes(p, rowStats, gridDnhb, a);
   a.headsKv = static_cast<int32_t>(p.headsKv);
   call.instanceDim = instanceDimOf(p);
-  keyGradientLayout(a, call.instanceDim);
+  call.clusterSize = clusterSizeOf(p);
+  keyGradientLayout(a, call.instanceDim, call.clusterSize);
   call.maps = gradientMaps(p, tensors);
-  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::keys, kMaxClusterSize, a.sliced);
+  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::keys, call.clusterSize, a.sliced);
   gridExtents(ctas, p.batch, p.headsKv, gridDnhb, call.grid);
   return call;
 }

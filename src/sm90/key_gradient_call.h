@@ -15,9 +15,15 @@
 namespace ffpa::sm90 {
 
 // Why the kernel cannot compute dK and dV of `problem` (empty when it can): not fp16 / bf16, the
-// larger head dim outside 257..512, head dims not multiples of 16, sizes beyond 2^31, or strides
+// larger head dim outside 257..1024, head dims not multiples of 16, sizes beyond 2^31, or strides
 // of Q, K, V or dO that TMA cannot address.
 std::string keyGradientRefusal(const AttentionProblem& problem);
+
+// The instance that serves a problem: its head dim and cluster size.
+struct KeyGradientShape {
+  int headDim;
+  int clusterSize;
+};
 
 // The dynamic shared memory one CTA of the instance needs for `problem`.
 uint32_t keyGradientSharedBytes(const AttentionProblem& problem);
@@ -26,6 +32,7 @@ struct KeyGradientCall {
   KeyGradientArguments arguments;  // layout filled
   GradientMaps maps;
   int instanceDim;  // keyGradientInstanceDim of the problem's head dims
+  int clusterSize;  // and keyGradientClusterSize
   uint32_t grid[3];
 };
 

@@ -11,12 +11,12 @@ std::string queryGradientRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
     return "the sm90 dQ kernel computes fp16 and bf16";
   }
-  if (p.headDimQk < kMinGradientDimQk || p.headDimQk > kMaxClusterGradientDim) {
+  if (p.headDimQk < kMinGradientDimQk || p.headDimQk > kMaxGradientDim) {
     return cat("d_qk = ", p.headDimQk, " is outside the sm90 dQ kernel's ", kMinGradientDimQk, "..",
-               kMaxClusterGradientDim);
+               kMaxGradientDim);
   }
-  if (p.headDimV > kMaxClusterGradientDim) {
-    return cat("d_v = ", p.headDimV, " is above the sm90 dQ kernel's ", kMaxClusterGradientDim);
+  if (p.headDimV > kMaxGradientDim) {
+    return cat("d_v = ", p.headDimV, " is above the sm90 dQ kernel's ", kMaxGradientDim);
   }
   if (p.headDimQk % 16 != 0 || p.headDimV % 16 != 0) return "the sm90 dQ kernel needs head dims in multiples of 16";
   return gradientOperandsRefusal(p);

@@ -170,9 +170,10 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   Workspace workspace;
   // dQ: one CTA up to d = 384 (d_qk 320 and 384 instances), clusters of two above (384, 512 and
-  // 640); dK/dV: clusters of two up to 512 (384, 512), the mma.sync kernel above (576 / 512,
-  // 640): partial last blocks, d_qk != d_v both ways, a rank with no dO / V block (d_v 64), one
-  // query, more queries than keys; 128 / 512 runs the mma.sync dQ kernel and the sm90 dK/dV one.
+  // 640), of four above 640 (768, 1024); dK/dV: clusters of two up to 512 (384, 512), of four
+  // above (576 / 512, 640, 1024): partial last blocks, d_qk != d_v both ways, a rank with no
+  // dO / V block (d_v 64), one query, more queries than keys; 128 / 512 runs the mma.sync dQ
+  // kernel and the sm90 dK/dV one.
   const ShapeRow cases[] = {
       {2, 4, 2, 333, 517, 320, 320, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
       {1, 4, 1, 700, 600, 384, 384, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
@@ -184,6 +185,10 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
       {1, 2, 1, 300, 70, 448, 64, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
       {1, 2, 2, 200, 450, 400, 416, CausalMask::none, DType::bfloat16, LayoutKind::bnhd},
       {1, 4, 2, 500, 300, 128, 512, CausalMask::top_left, DType::bfloat16, LayoutKind::bhnd},
+      {1, 4, 2, 300, 400, 1024, 1024, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
+      {1, 2, 1, 257, 333, 768, 704, CausalMask::top_left, DType::float16, LayoutKind::bnhd},
+      {1, 2, 2, 200, 150, 320, 1024, CausalMask::bottom_right, DType::bfloat16, LayoutKind::padded_aligned},
+      {1, 2, 1, 130, 190, 1024, 64, CausalMask::none, DType::float16, LayoutKind::bhnd},
   };
   uint64_t start = 53000;
   for (const auto& c : cases) {
@@ -193,7 +198,7 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
 
 TEST_CASE("sm90 backward: the same call twice gives the same bits") {
   if (!hopper_runs_here()) return;
-  for (const int64_t dim : {int64_t{384}, int64_t{512}}) {
+  for (const int64_t dim : {int64_t{384}, int64_t{512}, int64_t{1024}}) {
     const TestCase test{make_config(attention_shape(1, 8, 2, 700, 600, dim, dim, CausalMask::bottom_right),
                                     DType::bfloat16, LayoutKind::bhnd, 0.0),
                         true, 53100 + static_cast<uint64_t>(dim)};

@@ -1,7 +1,8 @@
 // The sm90 (Hopper) dQ kernel of the backward on the CPU warp emulator, between the mma.sync
 // row-statistics and dK/dV kernels as the planner pairs them: TMA boxes, mbarrier phases, wgmma
 // from descriptors, the producer / two-consumer schedule and, above d = 384, clusters of two CTAs
-// exchanging partial S and dP through distributed shared memory; against float64 gradients with
+// (four above 640) summing partial S and dP through distributed shared memory; the dK/dV kernel's
+// clusters of two and four likewise; against float64 gradients with
 // outputs and workspace poisoned. Arguments and tensor maps come from the library's own
 // describeQueryGradientCall(). What this cannot show: speed, and the hardware's agreement with
 // the ISA as the emulator reads it (a GPU run under compute-sanitizer covers that).
@@ -50,6 +51,8 @@ void launchFor(ffpa::sm90::QueryGradientShape shape, const ffpa::emulation::Conf
     case 3842: return launchInstance<Tag, 384, 2>(config, params);
     case 5122: return launchInstance<Tag, 512, 2>(config, params);
     case 6402: return launchInstance<Tag, 640, 2>(config, params);
+    case 7684: return launchInstance<Tag, 768, 4>(config, params);
+    case 10244: return launchInstance<Tag, 1024, 4>(config, params);
     default:
       throw std::invalid_argument("no sm90 dQ instance for d_qk " + std::to_string(shape.headDimQk) + " x" +
                                   std::to_string(shape.clusterSize));
@@ -96,18 +99,28 @@ std::string runSm90QueryGradient(const ffpa::AttentionProblem& problem, const ff
   return ffpa::sm90::backwardInstanceName(problem.dtype, shape, std::nullopt);
 }
 
+template <class Tag, int kHeadDim, int kCluster>
+void launchKeyInstance(const ffpa::emulation::Config& config, const ffpa::sm90::KeyGradientParams& params) {
+  ffpa::emulation::launch(
+      ffpa::emulation::clustered(config, kCluster),
+      [](const ffpa::sm90::KeyGradientParams& p) {
+        ffpa::kernels::sm90::KeyGradientKernel<Tag, kHeadDim, kCluster>::run(p);
+      },
+      params);
+}
+
+// The instances of kernels/sm90/key_gradient_instances.cu.
 template <class Tag>
-void launchKeyGradient(int instanceDim, const ffpa::emulation::Config& config,
+void launchKeyGradient(ffpa::sm90::KeyGradientShape shape, const ffpa::emulation::Config& config,
                        const ffpa::sm90::KeyGradientParams& params) {
-  const auto run = [&](auto kernel) {
-    ffpa::emulation::launch(ffpa::emulation::clustered(config, ffpa::sm90::kMaxClusterSize), kernel, params);
-  };
-  switch (instanceDim) {
-    case 384:
-      return run([](const ffpa::sm90::KeyGradientParams& p) { ffpa::kernels::sm90::KeyGradientKernel<Tag, 384>::run(p); });
-    case 512:
-      return run([](const ffpa::sm90::KeyGradientParams& p) { ffpa::kernels::sm90::KeyGradientKernel<Tag, 512>::run(p); });
-    default: throw std::invalid_argument("no sm90 dK/dV instance for d " + std::to_string(instanceDim));
+  switch (shape.headDim * 10 + shape.clusterSize) {
+    case 3842: return launchKeyInstance<Tag, 384, 2>(config, params);
+    case 5122: return launchKeyInstance<Tag, 512, 2>(config, params);
+    case 7684: return launchKeyInstance<Tag, 768, 4>(config, params);
+    case 10244: return launchKeyInstance<Tag, 1024, 4>(config, params);
+    default:
+      throw std::invalid_argument("no sm90 dK/dV instance for d " + std::to_string(shape.headDim) + " x" +
+                                  std::to_string(shape.clusterSize));
   }
 }
 
@@ -119,12 +132,13 @@ std::string runSm90KeyGradient(const ffpa::AttentionProblem& problem, const ffpa
   const ffpa::sm90::KeyGradientCall call = ffpa::sm90::describeKeyGradientCall(problem, tensors, rowStats, false);
   const auto params = paramsOf<ffpa::sm90::KeyGradientParams>(call);
   const auto config = configOf(call, params.sharedBytes, std::move(buffers), scheduleSeed);
+  const ffpa::sm90::KeyGradientShape shape{call.instanceDim, call.clusterSize};
   if (problem.dtype == FFPA_DATA_TYPE_BFLOAT16) {
-    launchKeyGradient<ffpa::kernels::Bf16Tag>(call.instanceDim, config, params);
+    launchKeyGradient<ffpa::kernels::Bf16Tag>(shape, config, params);
   } else {
-    launchKeyGradient<ffpa::kernels::HalfTag>(call.instanceDim, config, params);
+    launchKeyGradient<ffpa::kernels::HalfTag>(shape, config, params);
   }
-  return ffpa::sm90::backwardInstanceName(problem.dtype, std::nullopt, call.instanceDim);
+  return ffpa::sm90::backwardInstanceName(problem.dtype, std::nullopt, shape);
 }
 
 AttentionCase sweepCase(int index, const int (&dim)[2], int kvLength, uint64_t start) {
@@ -157,6 +171,15 @@ TEST_CASE("sm90 backward dQ: clusters of two CTAs (d above 384), each half of th
   for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 80, 1200), runSm90QueryGradient);
 }
 
+TEST_CASE("sm90 backward dQ: clusters of four CTAs (d above 640), two exchange stages") {
+  // 1024 / 1024 is the largest layout; 704 / 640 runs the 768 instance (shares of 3, 3, 3, 2
+  // blocks); 320 / 1024 leaves the last rank no Q block and ranks 2 and 3 zeros past d_qk;
+  // 832 / 64 leaves ranks 1..3 no dO or V block (their partial dP is 0).
+  const int dims[][2] = {{1024, 1024}, {704, 640}, {320, 1024}, {832, 64}};
+  int index = 0;
+  for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 80, 1250), runSm90QueryGradient);
+}
+
 TEST_CASE("sm90 backward dQ: many KV tiles, queries that see no key, a single query") {
   AttentionCase c;
   c.shape = problem(1, 2, 1, 130, 333, 384, 320, CausalMask::none);
@@ -177,7 +200,7 @@ TEST_CASE("sm90 backward dQ: shuffled schedules give the same bits") {
   // The warpgroups (and the two CTAs of a cluster) hand S, dP and dS over through mbarriers only;
   // under seeded schedules st.async lands at once and one CTA runs ahead for long streaks. No
   // atomics: every schedule must give the same dQ bits.
-  const int dims[][2] = {{352, 384}, {512, 448}};
+  const int dims[][2] = {{352, 384}, {512, 448}, {768, 1024}};
   for (const auto& dim : dims) {
     AttentionCase c;
     c.shape = problem(1, 2, 1, 100, 200, dim[0], dim[1], CausalMask::bottom_right);
@@ -218,26 +241,47 @@ TEST_CASE("sm90 backward dK/dV: clusters of two CTAs (max d 257..512), tails, ma
   runAndCheckBackward(c, nullptr, runSm90KeyGradient);
 }
 
-TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
+TEST_CASE("sm90 backward dK/dV: clusters of four CTAs (max d 513..1024), two exchange stages") {
+  // 640 / 640 gives the 768 instance's ranks 3, 3, 3 and 1 blocks; 576 / 512 (absorbed MLA)
+  // leaves rank 3 no K block; 1024 / 64 leaves ranks 1..3 no V or dO block; 1024 / 1024 is the
+  // largest layout; GQA sums the group's query heads.
+  const int dims[][2] = {{640, 640}, {576, 512}, {1024, 64}, {1024, 1024}, {304, 800}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    runAndCheckBackward(sweepCase(index++, dim, 100, 1530), runSm90QueryGradient, runSm90KeyGradient);
+  }
   AttentionCase c;
-  c.shape = problem(1, 2, 1, 200, 100, 448, 512, CausalMask::bottom_right);
+  c.shape = problem(1, 3, 1, 70, 150, 768, 768, CausalMask::top_left);  // MQA; keys 70..149 seen by no query
   c.dtype = DType::bfloat16;
-  c.start = 1520;
-  std::vector<uint8_t> firstK, firstV;
-  for (const uint64_t seed : {1u, 2u, 3u}) {
-    c.scheduleSeed = seed;
-    try {
-      const BackwardOutcome outcome = runBackward(c, nullptr, runSm90KeyGradient);
-      checkBackward(c, outcome);
-      const std::vector<uint8_t> k = bytesOf(outcome.dk), v = bytesOf(outcome.dv);
-      if (firstK.empty()) {
-        firstK = k;
-        firstV = v;
+  c.start = 1540;
+  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+}
+
+TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
+  // Clusters of two (448 / 512) and of four (704 / 768), whose two exchange stages must agree
+  // on every CTA whatever order the partials arrive in.
+  const int dims[][2] = {{448, 512}, {704, 768}};
+  for (const auto& dim : dims) {
+    AttentionCase c;
+    c.shape = problem(1, 2, 1, 200, 100, dim[0], dim[1], CausalMask::bottom_right);
+    c.dtype = DType::bfloat16;
+    c.start = 1520 + dim[0];
+    std::vector<uint8_t> firstK, firstV;
+    for (const uint64_t seed : {1u, 2u, 3u}) {
+      c.scheduleSeed = seed;
+      try {
+        const BackwardOutcome outcome = runBackward(c, nullptr, runSm90KeyGradient);
+        checkBackward(c, outcome);
+        const std::vector<uint8_t> k = bytesOf(outcome.dk), v = bytesOf(outcome.dv);
+        if (firstK.empty()) {
+          firstK = k;
+          firstV = v;
+        }
+        CHECK_MESSAGE(k == firstK, c.toString() << ": dK differs from schedule 1's");
+        CHECK_MESSAGE(v == firstV, c.toString() << ": dV differs from schedule 1's");
+      } catch (const std::exception& e) {
+        FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
       }
-      CHECK_MESSAGE(k == firstK, c.toString() << ": dK differs from schedule 1's");
-      CHECK_MESSAGE(v == firstV, c.toString() << ": dV differs from schedule 1's");
-    } catch (const std::exception& e) {
-      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
     }
   }
 }
@@ -247,11 +291,11 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
   // than 64 at segment ends, walks from queries and keys that are no multiple of 64, queries
   // that see no key and keys no query sees (gradients exactly 0), one slice kind after another.
   const auto servesQuery = [](const AttentionCase& c) {
-    return c.shape.dim_qk > 256 && c.shape.dim_qk <= 640 && c.shape.dim_v <= 640;
+    return c.shape.dim_qk > 256 && c.shape.dim_qk <= 1024 && c.shape.dim_v <= 1024;
   };
   const auto servesKey = [](const AttentionCase& c) {
     const int64_t d = std::max(c.shape.dim_qk, c.shape.dim_v);
-    return d > 256 && d <= 512;
+    return d > 256 && d <= 1024;
   };
   int runs = 0;
   for (const AttentionCase& c : sliceCases()) {
@@ -260,7 +304,7 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
                         servesKey(c) ? runSm90KeyGradient : nullptr);
     ++runs;
   }
-  CHECK(runs == 3);
+  CHECK(runs == 4);  // d 512, 1024 (clusters of four), 576 / 512 and 320
 
   // GQA: both query heads of the group summed into one dK/dV; every schedule gives the same bits.
   AttentionCase packed;

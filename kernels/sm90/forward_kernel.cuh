@@ -19,7 +19,11 @@
 // 64-column blocks, and consumer 0 completes S between the wgmma and the softmax:
 //   [Exchange empty j-1] partial S(j) -> the other CTA (st.async, on its Exchange full)
 //   [Exchange full] S(j) = own partial + received -> the other CTA's Exchange empty
-// (see sm90/forward_params.h).
+// (see sm90/forward_params.h). To hide that round trip, consumer 0 then runs one tile ahead:
+// once P(j) is in shared memory it issues S(j+1), then O0 += P V(j), sends the partial S(j+1)
+// as soon as its wgmma group completes, and receives the other CTA's after P V(j):
+//   [K full j+1] S(j+1) issued; [V full] O0 += P V(j) issued; S(j+1) done -> K empty, sent;
+//   P V(j) done -> V empty; [Exchange full] S(j+1) = own + received.
 #pragma once
 
 #include "common/element.cuh"
@@ -131,15 +135,17 @@ struct ForwardKernel {
     for (float& value : o) value = 0.0f;
     float max[2] = {kNegativeInfinity, kNegativeInfinity};
     float sum[2] = {0.0f, 0.0f};  // this thread's part of the row sums
+    float score[kTileRegisters];  // S of the tile, then P
+    const int partner = 1 - at.rank;  // in a cluster of two
     if (at.tiles > 0) mbarrierWait(s.barrier(kQFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
-      float score[kTileRegisters];
       const KeyTile keys = keyTileOf(p.sliced, at, tile);
-      mbarrierWait(s.barrier(kKFull), tile & 1);
-      scoreProduct<Tag>(score, s.q, s.k, at.qk.count);
-      mbarrierArrive(s.barrier(kKEmpty));
-      if constexpr (kCluster > 1) {
-        exchangePartial(s.exchange, score, 1 - at.rank, tile, at.tiles);  // the other CTA of two
+      // S(j); in a cluster, from the second tile on, the previous iteration computed it.
+      if (kCluster == 1 || tile == 0) {
+        mbarrierWait(s.barrier(kKFull), tile & 1);
+        scoreProduct<Tag>(score, s.q, s.k, at.qk.count);
+        mbarrierArrive(s.barrier(kKEmpty));
+        if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
       // Online softmax: mask, scale to log2 units, new row maxima over the 4 lanes of a row.
@@ -199,10 +205,34 @@ struct ForwardKernel {
       mbarrierArrive(s.barrier(kPFull0 + slot));
       mbarrierWait(s.barrier(kPFull0 + slot), (tile / 2) & 1);  // all of P is written
 
+      // P is in shared memory: `score` is free for the next tile's S. In a cluster, S(j + 1) is
+      // issued before O0 += P V(j), so that its partial travels to the other CTA while P V runs
+      // (the round trip would otherwise stand between every tile's S and its softmax).
       rescale<kColumns0>(o, factor);
+      const bool next = tile + 1 < at.tiles;
+      // After the last tile the group of S is an empty one: the wgmma sequence stays the same on
+      // every iteration, which ptxas needs to keep the two groups in flight together.
+      const int nextBlocks = next ? at.qk.count : 0;
+      if constexpr (kCluster > 1) {
+        if (next) mbarrierWait(s.barrier(kKFull), (tile + 1) & 1);
+        issueScoreProduct<Tag, true>(score, s.q, s.k, nextBlocks);
+      }
       mbarrierWait(s.barrier(kVFull), tile & 1);
-      accumulateKeyProduct<kColumns0, Tag>(o, pSlot, s.v);
+      issueKeyProduct<kColumns0, Tag>(o, pSlot, s.v);
+      if constexpr (kCluster > 1) {
+        wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
+        wgmmaFenceOperands(score);
+        if (next) {
+          mbarrierArrive(s.barrier(kKEmpty));
+          sendPartial(s.exchange, score, partner, tile + 1);
+        }
+      }
+      wgmmaWait<0>();
+      wgmmaFenceOperands(o);
       mbarrierArrive(s.barrier(kVEmpty));
+      if constexpr (kCluster > 1) {
+        if (next) receivePartial(s.exchange, score, partner, tile + 1, at.tiles);
+      }
     }
 
     // Row sums over the 4 lanes of a row; 1 / sum for both consumers; LSE = ln(sum) + max ln 2.

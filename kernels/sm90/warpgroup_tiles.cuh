@@ -198,8 +198,17 @@ FFPA_DEVICE Lane lane() {
 // CTA of a cluster holding no block of the head dim).
 // One wgmma.fence per block, in the loop, and the four k16 steps of a block unrolled: a runtime
 // loop of single steps makes ptxas inject a warpgroup.arrive before every wgmma (C7519).
-template <class Tag>
-FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int blocks) {
+// Split in two where other work should run while the tensor cores compute S: issueScoreProduct
+// commits the wgmma group (an empty one when blocks is 0); finishScoreProduct, once a wgmmaWait
+// has seen that group complete, makes `s` the product. kZeroFirst: `s` is zeroed before the
+// group and every wgmma accumulates, so that nothing writes `s` while the group may be in
+// flight (ptxas serializes wgmma otherwise when other groups are in flight with it, C7515);
+// finishScoreProduct then has nothing to zero.
+template <class Tag, bool kZeroFirst = false>
+FFPA_DEVICE void issueScoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int blocks) {
+  if constexpr (kZeroFirst) {
+    for (float& value : s) value = 0.0f;
+  }
   wgmmaFenceOperands(s);
   for (int block = 0; block < blocks; ++block) {
     wgmmaFence();
@@ -207,21 +216,32 @@ FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b
     for (int step = 0; step < kBlockColumns / 16; ++step) {
       const uint32_t offset = block * kBlockBytes + step * 32;  // k16 step: 32 bytes into the rows
       wgmmaSS<kKeys, false>(s, matrixDescriptor(a + offset, 16, 1024), matrixDescriptor(b + offset, 16, 1024),
-                            block > 0 || step > 0, Tag());
+                            kZeroFirst || block > 0 || step > 0, Tag());
     }
   }
   wgmmaCommit();
-  wgmmaWait<0>();
+}
+
+FFPA_DEVICE void finishScoreProduct(float (&s)[kTileRegisters], int blocks) {
   wgmmaFenceOperands(s);
   if (blocks == 0) {
     for (float& value : s) value = 0.0f;
   }
 }
 
+template <class Tag>
+FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int blocks) {
+  issueScoreProduct<Tag>(s, a, b, blocks);
+  wgmmaWait<0>();
+  finishScoreProduct(s, blocks);
+}
+
 // D[64, N] += A[64, 64 keys] B[64 keys, N]: A one K-major block (P or dS, written by
 // storeTile16), B N-major 64-column blocks kBlockBytes apart (V for O += P V, K for dQ += dS K).
+// issueKeyProduct commits the wgmma group; once a wgmmaWait has seen it complete, a
+// wgmmaFenceOperands(d) keeps later uses of d after it.
 template <int N, class Tag>
-FFPA_DEVICE void accumulateKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
+FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
   wgmmaFenceOperands(d);  // the caller's rescaling of d stays before the fence
   wgmmaFence();
   #pragma unroll
@@ -231,6 +251,11 @@ FFPA_DEVICE void accumulateKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b)
                      matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
   }
   wgmmaCommit();
+}
+
+template <int N, class Tag>
+FFPA_DEVICE void accumulateKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
+  issueKeyProduct<N, Tag>(d, a, b);
   wgmmaWait<0>();
   wgmmaFenceOperands(d);
 }
@@ -333,10 +358,9 @@ FFPA_DEVICE void locateExchangePair(const AlignedShared& shared, uint32_t offset
   }
 }
 
-// Adds the partial tile of `tile` that the CTA of rank `partner` holds to this CTA's (`part`),
-// after sending it this one; both CTAs then hold the same sum (fp32 addition commutes).
-FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile,
-                                 int tiles) {
+// Sends this CTA's partial tile of `tile` (`part`) to the CTA of rank `partner`, once that CTA has
+// read the previous one.
+FFPA_DEVICE void sendPartial(const Exchange& x, const float (&part)[kTileRegisters], int partner, int tile) {
   const int t = threadIndex() % 128;
   if (t == 0) mbarrierArriveExpectTx(x.full, kExchangeBytes);
   if (tile > 0) mbarrierWaitCluster(x.empty, (tile - 1) & 1);
@@ -347,6 +371,12 @@ FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters
     const float four[4] = {part[4 * i], part[4 * i + 1], part[4 * i + 2], part[4 * i + 3]};
     storeAsyncCluster(buffer + (i * 128 + t) * 16, four, full);
   }
+}
+
+// Adds the partial tile of `tile` the CTA of rank `partner` sent (sendPartial) to `part`; both
+// CTAs then hold the same sum (fp32 addition commutes).
+FFPA_DEVICE void receivePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile, int tiles) {
+  const int t = threadIndex() % 128;
   // st.async completes its bytes with release at cluster scope: acquire at cluster scope too.
   mbarrierWaitCluster(x.full, tile & 1);
   #pragma unroll
@@ -357,6 +387,13 @@ FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters
   }
   // The partner may send the next tile's partial; after the last tile it may have exited.
   if (tile + 1 < tiles) mbarrierArriveCluster(mapShared(x.empty, partner));
+}
+
+// Both halves at once: `part` becomes the sum of this CTA's and the partner's partial tiles.
+FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile,
+                                 int tiles) {
+  sendPartial(x, part, partner, tile);
+  receivePartial(x, part, partner, tile, tiles);
 }
 
 // Cluster of kCluster CTAs (2 or 4): replaces this CTA's partial tile `part` by the sum of the

@@ -302,7 +302,7 @@ struct ForwardKernel {
         consume0<false>(p, s, at);
       }
     };
-    runRoles(at.tiles > 0, [&] { produce(p, s, at); }, consume0Chosen,
+    runRoles<kForwardRegisters[0], kForwardRegisters[1]>(at.tiles > 0, [&] { produce(p, s, at); }, consume0Chosen,
         [&] { consume1(p, s, at); });
   }
 };

@@ -36,6 +36,7 @@ constexpr int kThreads = 384;             // three warpgroups
 constexpr int kMaxClusterSize = 2;          // the forward's clusters
 constexpr int kMaxGradientClusterSize = 4;  // the backward's, for head dims above 512 or 640
 constexpr uint32_t kExchangeBytes = 128 * 32 * 4;  // a partial S: 32 fp32 per consumer-0 thread
+constexpr uint32_t kMaxSharedBytes = 227 * 1024;  // dynamic shared memory per block on sm_90
 
 constexpr int columnBlocks(int headDim) { return (headDim + kBlockColumns - 1) / kBlockColumns; }
 

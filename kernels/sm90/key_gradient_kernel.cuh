@@ -7,13 +7,16 @@
 //   consumer 0: [Q full] S^T = K Q^T over its d_qk share; summed over the cluster
 //               [tiles empty s-1] P^T -> shared memory
 //               [dP full] dS^T = P^T (dP^T - delta) -> dP empty; dS^T -> shared -> tiles full
-//               [dO full] dV0 += P^T dO -> dO empty;  dK0 += dS^T Q -> Q empty
+//               [dO full] dV0 += P^T dO -> dO empty;  dK0 += dS^T Q -> Q empty, tiles empty
 //   consumer 1: [dO full] dP^T = V dO^T over its d_v share; summed over the cluster
 //               [dP empty s-1] dP^T - delta -> dP full
 //               [tiles full] dV1 += P^T dO -> dO empty;  [Q full] dK1 += dS^T Q -> Q empty, tiles empty
 // so dO(s+1) loads during dS^T Q of step s and consumer 1's dP^T(s+1) runs while Q(s+1) loads.
-// As in the dQ kernel, Q's single buffer orders everything behind it: the dP-empty and
-// tiles-empty waits pass at once today, and stay for a double-buffered Q.
+// As in the dQ kernel, a single Q buffer orders everything behind it: the dP-empty and
+// tiles-empty waits then pass at once. Where shared memory holds two Q buffers (qBuffers = 2:
+// clusters of two at 384 and 512, of four at 768), the producer loads Q(s+1) into the other
+// buffer first, [Q empty s-1] Q(s+1), then dO(s+1), and consumer 0 can start S^T(s+1) as soon
+// as it is done with step s; the dP-empty and tiles-empty waits then order the consumers.
 //
 // With attention slices (sm90/forward_params.h, SlicedTiles) a cluster's keys are one key tile of
 // a key segment, and its query tiles per head are the walk over the rows that see them through
@@ -37,6 +40,7 @@ struct KeyGradientKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDim / kCluster;          // dK and dV columns of one CTA
   static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
+  static constexpr uint32_t kQBytes = kCtaBlocks * kBlockBytes;  // one Q buffer
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
 
@@ -122,15 +126,34 @@ struct KeyGradientKernel {
     loadBlocks(&p.vMap, s.v, at.v, at.firstKey, at.kvHead, at.batch, s.barrier(kKeyVFull));
     // Q and dO: all the instance's blocks from the CTA's first, for the products over
     // kCtaColumns (blocks past d load as zeros; columns past the share are dropped at the end).
+    // The Q buffers as a compile-time count: the producer has 24 registers.
+    if (p.qBuffers == 2) {
+      produceQuerySteps<2>(p, s, at);
+    } else {
+      produceQuerySteps<1>(p, s, at);
+    }
+  }
+
+  // dO and Q of every step. One Q buffer: dO first, as both consumers release it after P^T dO,
+  // before dS^T Q. Two: Q(s) first, its buffer free since step s - 2, so that it loads a whole
+  // step ahead.
+  template <int kBuffers>
+  static FFPA_DEVICE void produceQuerySteps(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const BlockShare qBlocks{at.qk.first, kCtaBlocks};
     const BlockShare dOBlocks{at.v.first, kCtaBlocks};
     for (int step = 0; step < at.steps; ++step) {
       const Step t = stepOf(p, at, step);
-      // dO first: both consumers release it after P^T dO, before dS^T Q.
-      if (step > 0) mbarrierWait(s.barrier(kKeyDOEmpty), (step - 1) & 1);
-      loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull));
-      if (step > 0) mbarrierWait(s.barrier(kKeyQEmpty), (step - 1) & 1);
-      loadBlocks(&p.qMap, s.q, qBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyQFull));
+      if constexpr (kBuffers == 1) {
+        if (step > 0) mbarrierWait(s.barrier(kKeyDOEmpty), (step - 1) & 1);
+        loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull));
+      }
+      const int slot = step % kBuffers;
+      if (step >= kBuffers) mbarrierWait(s.barrier(kKeyQEmpty0 + slot), (step / kBuffers - 1) & 1);
+      loadBlocks(&p.qMap, s.q + slot * kQBytes, qBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyQFull0 + slot));
+      if constexpr (kBuffers == 2) {
+        if (step > 0) mbarrierWait(s.barrier(kKeyDOEmpty), (step - 1) & 1);
+        loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull));
+      }
     }
   }
 
@@ -171,14 +194,17 @@ struct KeyGradientKernel {
     float dv[kColumns0 / 2], dk[kColumns0 / 2];
     for (float& value : dv) value = 0.0f;
     for (float& value : dk) value = 0.0f;
+    const BufferRing qRing{p.qBuffers};
     if (at.steps > 0) mbarrierWait(s.barrier(kKeyKFull), 0);
     for (int step = 0; step < at.steps; ++step) {
       const Step t = stepOf(p, at, step);
       float lse2[kKeys / 4];  // +inf for queries past the end: P^T = exp2(-inf) = 0
       queryStats(p, at, t, me, 1, __builtin_huge_valf(), lse2);
       float tile[kTileRegisters];  // S^T, then P^T, then dS^T
-      mbarrierWait(s.barrier(kKeyQFull), step & 1);
-      scoreProduct<Tag>(tile, s.k, s.q, at.qk.count);
+      const int qSlot = qRing.slot(step);
+      const uint32_t q = s.q + qSlot * kQBytes;
+      mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);
+      scoreProduct<Tag>(tile, s.k, q, at.qk.count);
       reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps);
 
       #pragma unroll
@@ -207,8 +233,11 @@ struct KeyGradientKernel {
       mbarrierWait(s.barrier(kKeyDOFull), step & 1);
       accumulateKeyProduct<kColumns0, Tag>(dv, s.p, s.dO);
       mbarrierArrive(s.barrier(kKeyDOEmpty));
-      accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, s.q);
-      mbarrierArrive(s.barrier(kKeyQEmpty));
+      accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, q);
+      mbarrierArrive(s.barrier(kKeyQEmpty0 + qSlot));
+      // With two Q buffers nothing else keeps this warpgroup's warps within a step of each other:
+      // P^T and dS^T of the next step wait until all of them, not only consumer 1, are done.
+      mbarrierArrive(s.barrier(kKeyTilesEmpty));
     }
     storeRows<kColumns0>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
     storeRows<kColumns0>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
@@ -221,6 +250,7 @@ struct KeyGradientKernel {
     float dv[kColumns1 / 2], dk[kColumns1 / 2];
     for (float& value : dv) value = 0.0f;
     for (float& value : dk) value = 0.0f;
+    const BufferRing qRing{p.qBuffers};
     if (at.steps > 0) mbarrierWait(s.barrier(kKeyVFull), 0);
     for (int step = 0; step < at.steps; ++step) {
       const Step t = stepOf(p, at, step);
@@ -241,9 +271,10 @@ struct KeyGradientKernel {
       mbarrierWait(s.barrier(kKeyTilesFull), step & 1);
       accumulateKeyProduct<kColumns1, Tag>(dv, s.p, s.dO + kSecond);
       mbarrierArrive(s.barrier(kKeyDOEmpty));
-      mbarrierWait(s.barrier(kKeyQFull), step & 1);  // Q(s) is in place (consumer 0 saw it)
-      accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + kSecond);
-      mbarrierArrive(s.barrier(kKeyQEmpty));
+      const int qSlot = qRing.slot(step);
+      mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);  // Q(s) is in place (consumer 0 saw it)
+      accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + qSlot * kQBytes + kSecond);
+      mbarrierArrive(s.barrier(kKeyQEmpty0 + qSlot));
       mbarrierArrive(s.barrier(kKeyTilesEmpty));
     }
     storeRows<kColumns1>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, kColumns0, 1.0f);
@@ -255,18 +286,19 @@ struct KeyGradientKernel {
     const Position at = locate(p);
     // Arrivals per phase of each mbarrier (KeyGradientBarrier order).
     int arrivals[kKeyBarrierCount] = {
-        1, 1,      // K full, V full: the producer's expect_tx
-        1, 256,    // Q full; Q empty: both consumers
-        1, 256,    // dO full; dO empty: both consumers
-        128, 128,  // dP full (consumer 1), dP empty (consumer 0)
-        128, 128,  // tiles full (consumer 0), tiles empty (consumer 1)
+        1, 1,            // K full, V full: the producer's expect_tx
+        1, 1, 256, 256,  // Q full per buffer; Q empty per buffer: both consumers
+        1, 256,          // dO full; dO empty: both consumers
+        128, 128,        // dP full (consumer 1), dP empty (consumer 0)
+        128, 256,        // tiles full (consumer 0), tiles empty (both consumers)
     };
     // Exchanges: full, one expect_tx; empty, the partner CTA's consumer.
     for (int i = kKeyExchangeBarriers; i < kKeyBarrierCount; ++i) {
       arrivals[i] = (i - kKeyExchangeBarriers) % 2 ? 128 : 1;
     }
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    runRoles(at.steps > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
+    runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
+        at.steps > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
   }
 };
 

@@ -21,7 +21,7 @@
 // holds 256 columns, besides a [64, 64] tile: clusters of two serve max(d_qk, d_v) in 257..512,
 // clusters of four 513..1024 (the same 256 columns per CTA at 1024). Four CTAs sum their
 // partial S^T and dP^T in two exchange stages (forward_params.h, exchangeStages), which take
-// 64 KiB of receive buffers: 230,544 bytes of shared memory per CTA at 1024.
+// 64 KiB of receive buffers: 230,560 bytes of shared memory per CTA at 1024 (one Q buffer).
 #pragma once
 
 #include "common/problem_sizes.h"
@@ -54,14 +54,16 @@ constexpr int keyGradientInstanceDim(int headDimQk, int headDimV) {
 enum KeyGradientBarrier : int {
   kKeyKFull,
   kKeyVFull,
-  kKeyQFull,
-  kKeyQEmpty,     // both consumers are done with Q (S^T and dS^T Q)
+  kKeyQFull0,     // kKeyQFull0 + Q buffer
+  kKeyQFull1,
+  kKeyQEmpty0,    // kKeyQEmpty0 + Q buffer: both consumers are done with it (S^T and dS^T Q)
+  kKeyQEmpty1,
   kKeyDOFull,
   kKeyDOEmpty,    // both consumers are done with dO (dP^T and P^T dO)
   kKeyDpFull,     // consumer 1 wrote dP^T - delta
   kKeyDpEmpty,    // consumer 0 read it
   kKeyTilesFull,  // consumer 0 wrote P^T and dS^T
-  kKeyTilesEmpty, // consumer 1 is done with them
+  kKeyTilesEmpty, // both consumers are done with them
   // Then per exchange stage s (exchangeStages): full and empty of the partial S^T received,
   // then of the partial dP^T, from kKeyExchangeBarriers + 4 s on.
   kKeyExchangeBarriers,
@@ -84,7 +86,8 @@ struct KeyGradientArguments : ProblemSizes {
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t kOffset;
   uint32_t vOffset;
-  uint32_t qOffset;   // the instance's blocks per CTA (boxes past d_qk load as zeros)
+  uint32_t qOffset;   // qBuffers buffers of the instance's blocks per CTA (boxes past d_qk load as zeros)
+  int32_t qBuffers;   // 2 where shared memory holds them (Q of the next step loads during this one), else 1
   uint32_t dOOffset;  // likewise past d_v
   uint32_t pOffset;   // P^T, one block
   uint32_t dsOffset;  // dS^T, one block
@@ -104,22 +107,24 @@ struct KeyGradientParams : KeyGradientArguments {
 };
 
 // Fills the layout fields of `p` (headDimQk and headDimV set) for one CTA of the instance of
-// head dim `instanceDim` in a cluster of `clusterSize`; returns the dynamic shared memory to
-// request.
+// head dim `instanceDim` in a cluster of `clusterSize`, with two Q buffers where kMaxSharedBytes
+// holds them; returns the dynamic shared memory to request.
 inline uint32_t keyGradientLayout(KeyGradientArguments& p, int instanceDim, int clusterSize) {
   const uint32_t ctaBlocks = columnBlocks(instanceDim / clusterSize) * kBlockBytes;
-  LayoutCursor cursor;
-  p.kOffset = cursor.take(blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes);
-  p.vOffset = cursor.take(blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes);
-  p.qOffset = cursor.take(ctaBlocks);
-  p.dOOffset = cursor.take(ctaBlocks);
-  p.pOffset = cursor.take(kBlockBytes);
-  p.dsOffset = cursor.take(kBlockBytes);
-  p.dpOffset = cursor.take(kExchangeBytes);
-  p.exchangeOffset = cursor.take(2 * exchangeStages(clusterSize) * kExchangeBytes);
-  p.barrierOffset = cursor.take(kKeyBarrierCount * 8);
-  p.sharedBytes = cursor.sharedBytes();
-  return p.sharedBytes;
+  for (p.qBuffers = 2;; p.qBuffers = 1) {
+    LayoutCursor cursor;
+    p.kOffset = cursor.take(blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes);
+    p.vOffset = cursor.take(blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes);
+    p.qOffset = cursor.take(p.qBuffers * ctaBlocks);
+    p.dOOffset = cursor.take(ctaBlocks);
+    p.pOffset = cursor.take(kBlockBytes);
+    p.dsOffset = cursor.take(kBlockBytes);
+    p.dpOffset = cursor.take(kExchangeBytes);
+    p.exchangeOffset = cursor.take(2 * exchangeStages(clusterSize) * kExchangeBytes);
+    p.barrierOffset = cursor.take(kKeyBarrierCount * 8);
+    p.sharedBytes = cursor.sharedBytes();
+    if (p.sharedBytes <= kMaxSharedBytes || p.qBuffers == 1) return p.sharedBytes;
+  }
 }
 
 }  // namespace ffpa::sm90

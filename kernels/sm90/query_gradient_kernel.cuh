@@ -2,7 +2,7 @@
 // wgmma from descriptors, a producer warpgroup and two consumers (see
 // sm90/query_gradient_params.h for the roles and the layout).
 //
-// Per KV tile j (64 keys), with the barriers that order it:
+// Per KV tile j (64 keys), with the barriers that order it (one K buffer):
 //   producer:   [V empty j-1] V(j) -> V full      [K empty j-1] K(j) -> K full
 //   consumer 0: [K full] S = Q K^T over d_qk; P = exp2(S scaleLog2 - lse2), 0 where masked
 //               [dP full] dS = P (dP - delta) -> dP empty
@@ -11,9 +11,12 @@
 //               [dP empty j-1] dP - delta -> dP full
 //               [dS full slot] dQ1 += dS K[:, C0:] -> K empty, dS empty
 // so V(j+1) loads while dS K of tile j runs, and consumer 1's dP(j+1) runs while K(j+1) loads
-// and consumer 0 computes S(j+1) and P. K(j+1) waits for both dS K products of tile j (one K buffer:
-// shared memory holds no second one at d = 384), which orders everything behind it: the dP-empty
-// and dS-empty waits then pass at once, and stay for a double-buffered K.
+// and consumer 0 computes S(j+1) and P. K(j+1) waits for both dS K products of tile j, which
+// orders everything behind it: the dP-empty and dS-empty waits then pass at once. Where shared
+// memory holds two K buffers (kBuffers = 2: clusters of two up to d 512, of four up to 768), the
+// producer loads K(j+1) into the other buffer first, [K empty j-1] K(j+1), then V(j+1), so that
+// consumer 0 can start S(j+1) as soon as it is done with tile j; the dP-empty and dS-empty waits
+// then order the consumers.
 //
 // With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
 // query segment and its KV tiles those of the forward's walk, masked by each tile's slice.
@@ -39,6 +42,7 @@ struct QueryGradientKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDimQk / kCluster;        // dQ columns of one CTA
   static constexpr int kCtaBlocks = kCtaColumns / kBlockColumns;
+  static constexpr uint32_t kKBytes = kCtaBlocks * kBlockBytes;   // one K buffer
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
 
@@ -88,17 +92,35 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void produce(const QueryGradientParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kGradQFull));
     loadBlocks(&p.dOMap, s.dO, at.v, at.firstRow, at.head, at.batch, s.barrier(kGradDOFull));
+    // The K buffers as a compile-time count: the producer has 24 registers.
+    if (p.kBuffers == 2) {
+      produceKeyTiles<2>(p, s, at);
+    } else {
+      produceKeyTiles<1>(p, s, at);
+    }
+  }
+
+  // K and V of every KV tile. One K buffer: V first, as consumer 1 releases V after dP and K
+  // comes free only after dS K, so V(j) loads during dS K of tile j - 1. Two: K(j) first, its
+  // buffer free since tile j - 2, so that it loads a whole tile ahead.
+  template <int kBuffers>
+  static FFPA_DEVICE void produceKeyTiles(const QueryGradientParams& p, const Shared& s, const Position& at) {
     // K: all the instance's blocks from the CTA's first, for dS K over kCtaColumns (rank 1 may
     // hold fewer: its blocks past d_qk load as zeros, and the dQ columns they give are dropped).
     const BlockShare kBlocks{at.qk.first, kCtaBlocks};
     for (int tile = 0; tile < at.tiles; ++tile) {
       const int firstKey = keyTileOf(p.sliced, at, tile).firstKey;
-      // V first: consumer 1 releases V after dP, K only after dS K, so V(j) loads during dS K of
-      // tile j - 1.
-      if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
-      loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull));
-      if (tile > 0) mbarrierWait(s.barrier(kGradKEmpty), (tile - 1) & 1);
-      loadBlocks(&p.kMap, s.k, kBlocks, firstKey, at.kvHead, at.batch, s.barrier(kGradKFull));
+      if constexpr (kBuffers == 1) {
+        if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
+        loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull));
+      }
+      const int slot = tile % kBuffers;
+      if (tile >= kBuffers) mbarrierWait(s.barrier(kGradKEmpty0 + slot), (tile / kBuffers - 1) & 1);
+      loadBlocks(&p.kMap, s.k + slot * kKBytes, kBlocks, firstKey, at.kvHead, at.batch, s.barrier(kGradKFull0 + slot));
+      if constexpr (kBuffers == 2) {
+        if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
+        loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull));
+      }
     }
   }
 
@@ -134,12 +156,15 @@ struct QueryGradientKernel {
     rowStats(p, at, me, 1, __builtin_huge_valf(), lse2);
     float dq[kColumns0 / 2];
     for (float& value : dq) value = 0.0f;
+    const BufferRing kRing{p.kBuffers};
     if (at.tiles > 0) mbarrierWait(s.barrier(kGradQFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
       float t[kTileRegisters];  // S, then P, then dS
       const KeyTile keys = keyTileOf(p.sliced, at, tile);
-      mbarrierWait(s.barrier(kGradKFull), tile & 1);
-      scoreProduct<Tag>(t, s.q, s.k, at.qk.count);
+      const int kSlot = kRing.slot(tile);
+      const uint32_t k = s.k + kSlot * kKBytes;
+      mbarrierWait(s.barrier(kGradKFull0 + kSlot), kRing.use(tile) & 1);
+      scoreProduct<Tag>(t, s.q, k, at.qk.count);
       if constexpr (kCluster > 1) reducePartials<kCluster>(s.scores, t, at.rank, tile, at.tiles);
 
       #pragma unroll
@@ -167,8 +192,8 @@ struct QueryGradientKernel {
       mbarrierArrive(s.barrier(kDsFull0 + slot));
       mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);  // all of dS is written
 
-      accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, s.k);
-      mbarrierArrive(s.barrier(kGradKEmpty));
+      accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, k);
+      mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));
     }
     storeGradient<kColumns0>(p, at, dq, 0);
   }
@@ -180,6 +205,7 @@ struct QueryGradientKernel {
     rowStats(p, at, me, 0, 0.0f, delta);
     float dq[kColumns1 / 2];
     for (float& value : dq) value = 0.0f;
+    const BufferRing kRing{p.kBuffers};
     if (at.tiles > 0) mbarrierWait(s.barrier(kGradDOFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
       float dp[kTileRegisters];
@@ -197,10 +223,12 @@ struct QueryGradientKernel {
 
       const int slot = tile & 1;
       mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);
-      mbarrierWait(s.barrier(kGradKFull), tile & 1);  // K(tile) is in place (consumer 0 saw it)
+      const int kSlot = kRing.slot(tile);
+      // K(tile) is in place (consumer 0 saw it)
+      mbarrierWait(s.barrier(kGradKFull0 + kSlot), kRing.use(tile) & 1);
       accumulateKeyProduct<kColumns1, Tag>(dq, s.ds + slot * kBlockBytes,
-                                           s.k + (kColumns0 / kBlockColumns) * kBlockBytes);
-      mbarrierArrive(s.barrier(kGradKEmpty));
+                                           s.k + kSlot * kKBytes + (kColumns0 / kBlockColumns) * kBlockBytes);
+      mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));
       mbarrierArrive(s.barrier(kDsEmpty0 + slot));
     }
     storeGradient<kColumns1>(p, at, dq, kColumns0);
@@ -211,19 +239,20 @@ struct QueryGradientKernel {
     const Position at = locate(p);
     // Arrivals per phase of each mbarrier (QueryGradientBarrier order).
     int arrivals[kGradBarrierCount] = {
-        1, 1,      // Q full, dO full: the producer's expect_tx
-        1, 256,    // K full; K empty: both consumers
-        1, 128,    // V full; V empty: consumer 1
-        128, 128,  // dP full (consumer 1), dP empty (consumer 0)
-        128, 128,  // dS full per slot: consumer 0
-        128, 128,  // dS empty per slot: consumer 1
+        1, 1,            // Q full, dO full: the producer's expect_tx
+        1, 1, 256, 256,  // K full per buffer; K empty per buffer: both consumers
+        1, 128,          // V full; V empty: consumer 1
+        128, 128,        // dP full (consumer 1), dP empty (consumer 0)
+        128, 128,        // dS full per slot: consumer 0
+        128, 128,        // dS empty per slot: consumer 1
     };
     // Exchanges: full, one expect_tx; empty, the partner CTA's consumer.
     for (int i = kGradExchangeBarriers; i < kGradBarrierCount; ++i) {
       arrivals[i] = (i - kGradExchangeBarriers) % 2 ? 128 : 1;
     }
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    runRoles(at.tiles > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
+    runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
+        at.tiles > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
   }
 };
 

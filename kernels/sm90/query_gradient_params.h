@@ -21,7 +21,7 @@
 // partial dP over its shares, the two exchange both through distributed shared memory, both form
 // the same dS, and each accumulates dQ for its share of d_qk's columns. Above 640 the halves no
 // longer fit either, and four CTAs share the rows: they sum their partials in two exchange stages
-// (forward_params.h, exchangeStages), whose receive buffers take 64 KiB: 230,560 bytes of shared
+// (forward_params.h, exchangeStages), whose receive buffers take 64 KiB: 230,576 bytes of shared
 // memory per CTA at 1024 / 1024.
 #pragma once
 
@@ -59,8 +59,10 @@ constexpr int gradientInstanceDimQk(int headDimQk, int clusterSize) {
 enum QueryGradientBarrier : int {
   kGradQFull,
   kGradDOFull,
-  kGradKFull,
-  kGradKEmpty,    // both consumers are done with K (S and dS K)
+  kGradKFull0,    // kGradKFull0 + K buffer
+  kGradKFull1,
+  kGradKEmpty0,   // kGradKEmpty0 + K buffer: both consumers are done with it (S and dS K)
+  kGradKEmpty1,
   kGradVFull,
   kGradVEmpty,
   kDpFull,        // consumer 1 wrote dP - delta
@@ -87,7 +89,8 @@ struct QueryGradientArguments : ProblemSizes {
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t qOffset;
   uint32_t dOOffset;
-  uint32_t kOffset;   // the instance's blocks per CTA (boxes past d_qk load as zeros)
+  uint32_t kOffset;   // kBuffers buffers of the instance's blocks per CTA (boxes past d_qk load as zeros)
+  int32_t kBuffers;   // 2 where shared memory holds them (K of the next tile loads during this one), else 1
   uint32_t vOffset;
   uint32_t dsOffset;  // two dS slots of one block each
   uint32_t dpOffset;  // dP - delta, fp32 [8][128 threads] float4
@@ -106,21 +109,25 @@ struct QueryGradientParams : QueryGradientArguments {
 };
 
 // Fills the layout fields of `p` (headDimQk and headDimV set) for one CTA of instance
-// `instanceDimQk` in a cluster of `clusterSize`; returns the dynamic shared memory to request.
+// `instanceDimQk` in a cluster of `clusterSize`, with two K buffers where kMaxSharedBytes holds
+// them; returns the dynamic shared memory to request.
 inline uint32_t queryGradientLayout(QueryGradientArguments& p, int instanceDimQk, int clusterSize) {
   const uint32_t qBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
   const uint32_t vBytes = blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes;
-  LayoutCursor cursor;
-  p.qOffset = cursor.take(qBytes);
-  p.dOOffset = cursor.take(vBytes);
-  p.kOffset = cursor.take(columnBlocks(instanceDimQk / clusterSize) * kBlockBytes);
-  p.vOffset = cursor.take(vBytes);
-  p.dsOffset = cursor.take(2 * kBlockBytes);
-  p.dpOffset = cursor.take(kExchangeBytes);
-  p.exchangeOffset = cursor.take(2 * exchangeStages(clusterSize) * kExchangeBytes);
-  p.barrierOffset = cursor.take(kGradBarrierCount * 8);
-  p.sharedBytes = cursor.sharedBytes();
-  return p.sharedBytes;
+  const uint32_t kBytes = columnBlocks(instanceDimQk / clusterSize) * kBlockBytes;
+  for (p.kBuffers = 2;; p.kBuffers = 1) {
+    LayoutCursor cursor;
+    p.qOffset = cursor.take(qBytes);
+    p.dOOffset = cursor.take(vBytes);
+    p.kOffset = cursor.take(p.kBuffers * kBytes);
+    p.vOffset = cursor.take(vBytes);
+    p.dsOffset = cursor.take(2 * kBlockBytes);
+    p.dpOffset = cursor.take(kExchangeBytes);
+    p.exchangeOffset = cursor.take(2 * exchangeStages(clusterSize) * kExchangeBytes);
+    p.barrierOffset = cursor.take(kGradBarrierCount * 8);
+    p.sharedBytes = cursor.sharedBytes();
+    if (p.sharedBytes <= kMaxSharedBytes || p.kBuffers == 1) return p.sharedBytes;
+  }
 }
 
 }  // namespace ffpa::sm90

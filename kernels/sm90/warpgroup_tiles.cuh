@@ -135,16 +135,22 @@ FFPA_DEVICE void initBarriers(uint32_t first, const int (&arrivals)[kCount]) {
 
 // --- Warpgroup roles -------------------------------------------------------------------------------
 
-// Registers per thread after setmaxnreg: few for the producer, which only issues TMA loads, many
-// for the consumers, which hold the fp32 accumulators.
-constexpr int kProducerRegisters = 24;
-constexpr int kConsumerRegisters = 240;
-static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 512, "setmaxnreg: 64K registers / 128");
+// Registers per thread after setmaxnreg, (producer, each consumer): few for the producer, which
+// only issues TMA loads, many for the consumers, which hold the fp32 accumulators. The forward's
+// consumers hold up to 128 fp32 of O besides S and P and take 240. The gradient kernels' hold
+// at most 128 gradient values besides a tile, and give 8 to the producer, whose loops over one
+// or two buffers of the streamed operand spill at 24.
+constexpr int kForwardRegisters[2] = {24, 240};
+constexpr int kGradientRegisters[2] = {32, 232};
+static_assert(kForwardRegisters[0] + 2 * kForwardRegisters[1] <= 168 * 3, "setmaxnreg: 168 x 384 allocated");
+static_assert(kGradientRegisters[0] + 2 * kGradientRegisters[1] <= 168 * 3, "setmaxnreg: 168 x 384 allocated");
 
 // Runs warpgroup 0 as the producer (thread 0 calls `produce` when `produces`), warpgroup 1 as
-// consumer 0 and warpgroup 2 as consumer 1, each after its setmaxnreg: one branch per role, so
-// that ptxas honours the register budgets (no C7508).
-template <class Produce, class Consume0, class Consume1>
+// consumer 0 and warpgroup 2 as consumer 1, each after its setmaxnreg to kProducerRegisters or
+// kConsumerRegisters: one branch per role, so that ptxas honours the register budgets (no
+// C7508). The launch allocates 168 registers per thread (FFPA_LAUNCH_BOUNDS(384, 1)); the
+// consumers' increase waits until the producer's decrease has freed enough of them.
+template <int kProducerRegisters, int kConsumerRegisters, class Produce, class Consume0, class Consume1>
 FFPA_DEVICE void runRoles(bool produces, Produce produce, Consume0 consume0, Consume1 consume1) {
   const int warpgroup = threadIndex() / 128;
   if (warpgroup == 0) {
@@ -160,6 +166,15 @@ FFPA_DEVICE void runRoles(bool produces, Produce produce, Consume0 consume0, Con
 }
 
 // --- The producer ---------------------------------------------------------------------------------
+
+// One or two buffers of an operand that the tiles (or steps) use in turn: tile i uses buffer
+// slot(i) for the use(i)-th time, so its full barrier completes phase use(i) & 1, and the
+// producer waits for phase (use(i) - 1) & 1 of its empty barrier before loading it (i >= count).
+struct BufferRing {
+  int count;  // 1 or 2
+  FFPA_DEVICE int slot(int i) const { return i & (count - 1); }
+  FFPA_DEVICE int use(int i) const { return i >> (count - 1); }
+};
 
 // The producer: loads the 64 x 64 boxes `blocks` of `map` (over [batch][head][row][d]) at row
 // `row` into consecutive blocks from `shared`, completing on `barrier` (one arrival announcing

@@ -178,12 +178,14 @@ class BackwardPlan final : public PlanPayload {
 
 Support supports(const PlanRequest& r) { return resolve(r).support; }
 
-// "dQ: sm90 ..." or "dK/dV: sm90 ...": the sm90 kernel's part of a plan's config.
-std::string sm90Config(const char* what, int clusterSize, int ctaColumns, const char* exchange, uint32_t shared,
-                       bool gridDnhb) {
+// "dQ: sm90 ..." or "dK/dV: sm90 ...": the sm90 kernel's part of a plan's config; `buffers`
+// names the streamed operand whose buffers the layout doubles where it can ("k_buffers=2").
+std::string sm90Config(const char* what, int clusterSize, int ctaColumns, const char* exchange,
+                       const std::string& buffers, uint32_t shared, bool gridDnhb) {
   return cat(what, ": sm90 Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
              " cluster=", clusterSize, " columns=", consumer0Columns(ctaColumns), "+", consumer1Columns(ctaColumns),
-             clusterSize > 1 ? exchange : "", " smem=", shared, " grid=", gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)");
+             clusterSize > 1 ? exchange : "", " ", buffers, " smem=", shared,
+             " grid=", gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)");
 }
 
 Plan plan(const PlanRequest& r) {
@@ -208,16 +210,18 @@ Plan plan(const PlanRequest& r) {
       d.key ? std::optional<KeyGradientShape>({d.key->headDim, d.key->clusterSize}) : std::nullopt;
   std::string config;
   if (queryShape) {
+    const QueryGradientArguments layout = queryGradientLayoutOf(r.problem);
     config = sm90Config("dQ", queryShape->clusterSize, queryShape->headDimQk / queryShape->clusterSize,
-                        " exchange=S,dP:dsmem", queryGradientSharedBytes(r.problem), d.gridDnhb) +
+                        " exchange=S,dP:dsmem", cat("k_buffers=", layout.kBuffers), layout.sharedBytes, d.gridDnhb) +
              "; ";
   } else {
     config = cat("dQ: mma.sync (", d.queryWhy, "); ");
   }
   if (keyShape) {
+    const KeyGradientArguments layout = keyGradientLayoutOf(r.problem);
     config += sm90Config("dK/dV", keyShape->clusterSize, keyShape->headDim / keyShape->clusterSize,
-                         " exchange=S^T,dP^T:dsmem",
-                         keyGradientSharedBytes(r.problem), d.gridDnhb) +
+                         " exchange=S^T,dP^T:dsmem", cat("q_buffers=", layout.qBuffers), layout.sharedBytes,
+                         d.gridDnhb) +
               "; ";
   } else {
     config += cat("dK/dV: mma.sync (", d.keyWhy, "); ");

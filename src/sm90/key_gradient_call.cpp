@@ -31,12 +31,15 @@ std::string keyGradientRefusal(const AttentionProblem& p) {
   return gradientOperandsRefusal(p);
 }
 
-uint32_t keyGradientSharedBytes(const AttentionProblem& p) {
+KeyGradientArguments keyGradientLayoutOf(const AttentionProblem& p) {
   KeyGradientArguments a{};
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
-  return keyGradientLayout(a, instanceDimOf(p), clusterSizeOf(p));
+  keyGradientLayout(a, instanceDimOf(p), clusterSizeOf(p));
+  return a;
 }
+
+uint32_t keyGradientSharedBytes(const AttentionProblem& p) { return keyGradientLayoutOf(p).sharedBytes; }
 
 KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorArgs& tensors, const float* rowStats,
                                         bool gridDnhb) {

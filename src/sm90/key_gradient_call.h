@@ -25,7 +25,9 @@ struct KeyGradientShape {
   int clusterSize;
 };
 
-// The dynamic shared memory one CTA of the instance needs for `problem`.
+// The shared-memory layout of one CTA of the instance for `problem` (the layout fields and
+// qBuffers set), and the dynamic shared memory it needs.
+KeyGradientArguments keyGradientLayoutOf(const AttentionProblem& problem);
 uint32_t keyGradientSharedBytes(const AttentionProblem& problem);
 
 struct KeyGradientCall {

@@ -27,13 +27,16 @@ QueryGradientShape queryGradientShape(const AttentionProblem& p) {
   return {gradientInstanceDimQk(static_cast<int>(p.headDimQk), cluster), cluster};
 }
 
-uint32_t queryGradientSharedBytes(const AttentionProblem& p) {
+QueryGradientArguments queryGradientLayoutOf(const AttentionProblem& p) {
   QueryGradientArguments a{};
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
   const QueryGradientShape shape = queryGradientShape(p);
-  return queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
+  queryGradientLayout(a, shape.headDimQk, shape.clusterSize);
+  return a;
 }
+
+uint32_t queryGradientSharedBytes(const AttentionProblem& p) { return queryGradientLayoutOf(p).sharedBytes; }
 
 QueryGradientCall describeQueryGradientCall(const AttentionProblem& p, const TensorArgs& tensors,
                                             const float* rowStats, bool gridDnhb) {

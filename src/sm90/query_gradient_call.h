@@ -26,7 +26,9 @@ struct QueryGradientShape {
 };
 QueryGradientShape queryGradientShape(const AttentionProblem& problem);
 
-// The dynamic shared memory one CTA of the instance needs for `problem`.
+// The shared-memory layout of one CTA of the instance for `problem` (the layout fields and
+// kBuffers set), and the dynamic shared memory it needs.
+QueryGradientArguments queryGradientLayoutOf(const AttentionProblem& problem);
 uint32_t queryGradientSharedBytes(const AttentionProblem& problem);
 
 struct QueryGradientCall {

@@ -251,25 +251,32 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
   const Case cases[] = {
       {FFPA_DATA_TYPE_FLOAT16, 320, 320, "sm90.backward.f16.dq320.dkdv384x2", "dQ: sm90 Br=64 Bc=64 warpgroups=1+2"},
       {FFPA_DATA_TYPE_BFLOAT16, 384, 384, "sm90.backward.bf16.dq384.dkdv384x2",
-       "cluster=1 columns=192+192 smem=230560"},
+       "cluster=1 columns=192+192 k_buffers=1 smem=230576"},
       {FFPA_DATA_TYPE_FLOAT16, 272, 304, "sm90.backward.f16.dq320.dkdv384x2", "dK/dV: sm90 "},
+      // Two Q (dK/dV) and two K (dQ) buffers where 227 KiB holds them: 20 and 22 barriers.
       {FFPA_DATA_TYPE_BFLOAT16, 512, 512, "sm90.backward.bf16.dq512x2.dkdv512x2",
        "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=2 columns=128+128 exchange=S^T,dP^T:dsmem "
-       "smem=197776"},
+       "q_buffers=2 smem=230560"},
+      {FFPA_DATA_TYPE_BFLOAT16, 512, 512, "sm90.backward.bf16.dq512x2.dkdv512x2",
+       "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=2 columns=128+128 exchange=S,dP:dsmem "
+       "k_buffers=2 smem=230576"},
       // Clusters of four for dK/dV above 512: the 768 instance's CTAs hold 3 of 576's 9 K blocks,
-      // 2 of 512's 8 V blocks, 3 Q and dO blocks, P, dS, dP and two stages of two exchanges.
+      // 2 of 512's 8 V blocks, two buffers of 3 Q blocks, 3 dO blocks, P, dS, dP and two stages
+      // of two exchanges.
       {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.backward.bf16.dq640x2.dkdv768x4",
        "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=128+64 exchange=S^T,dP^T:dsmem "
-       "smem=189584"},
+       "q_buffers=2 smem=214176"},
       {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.dq640x2.dkdv768x4",
        "cluster=2 columns=192+128 exchange=S,dP:dsmem"},
       {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.dq384x2.dkdv768x4", "cluster=2 columns=128+64"},
       {FFPA_DATA_TYPE_FLOAT16, 128, 512, "sm90.backward.f16.dkdv512x2",
        "dQ: mma.sync (d_qk = 128 is outside the sm90 dQ kernel's 257..1024)"},
-      // Clusters of four for dQ above 640: a quarter of Q, dO, K and V (4 blocks each), two dS
-      // slots, dP and two stages of two exchanges, 20 barriers, 1024 bytes of alignment.
+      // Clusters of four for dQ above 640: a quarter of Q, dO, K and V (4 blocks each; no room
+      // for a second K buffer), two dS slots, dP and two stages of two exchanges, 22 barriers,
+      // 1024 bytes of alignment.
       {FFPA_DATA_TYPE_BFLOAT16, 1024, 1024, "sm90.backward.bf16.dq1024x4.dkdv1024x4",
-       "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=128+128 exchange=S,dP:dsmem smem=230560"},
+       "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=128+128 exchange=S,dP:dsmem k_buffers=1 "
+       "smem=230576"},
       {FFPA_DATA_TYPE_FLOAT16, 704, 640, "sm90.backward.f16.dq768x4.dkdv768x4", "cluster=4 columns=128+64"},
       {FFPA_DATA_TYPE_FLOAT16, 128, 1024, "sm90.backward.f16.dkdv1024x4", "dQ: mma.sync"},
   };

@@ -126,7 +126,7 @@ struct KeyGradientKernel {
     loadBlocks(&p.vMap, s.v, at.v, at.firstKey, at.kvHead, at.batch, s.barrier(kKeyVFull));
     // Q and dO: all the instance's blocks from the CTA's first, for the products over
     // kCtaColumns (blocks past d load as zeros; columns past the share are dropped at the end).
-    // The Q buffers as a compile-time count: the producer has 24 registers.
+    // The Q buffers as a compile-time count: the producer has few registers (kGradientRegisters).
     if (p.qBuffers == 2) {
       produceQuerySteps<2>(p, s, at);
     } else {

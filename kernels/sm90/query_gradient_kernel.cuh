@@ -92,7 +92,7 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void produce(const QueryGradientParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kGradQFull));
     loadBlocks(&p.dOMap, s.dO, at.v, at.firstRow, at.head, at.batch, s.barrier(kGradDOFull));
-    // The K buffers as a compile-time count: the producer has 24 registers.
+    // The K buffers as a compile-time count: the producer has few registers (kGradientRegisters).
     if (p.kBuffers == 2) {
       produceKeyTiles<2>(p, s, at);
     } else {

@@ -126,7 +126,6 @@ struct KeyGradientKernel {
     loadBlocks(&p.vMap, s.v, at.v, at.firstKey, at.kvHead, at.batch, s.barrier(kKeyVFull));
     // Q and dO: all the instance's blocks from the CTA's first, for the products over
     // kCtaColumns (blocks past d load as zeros; columns past the share are dropped at the end).
-    // The Q buffers as a compile-time count: the producer has few registers (kGradientRegisters).
     if (p.qBuffers == 2) {
       produceQuerySteps<2>(p, s, at);
     } else {
@@ -134,26 +133,21 @@ struct KeyGradientKernel {
     }
   }
 
-  // dO and Q of every step. One Q buffer: dO first, as both consumers release it after P^T dO,
-  // before dS^T Q. Two: Q(s) first, its buffer free since step s - 2, so that it loads a whole
-  // step ahead.
+  // Q (through kBuffers buffers) and dO of every step (produceStep: with one Q buffer dO goes
+  // first, as both consumers release it after P^T dO, before dS^T Q).
   template <int kBuffers>
   static FFPA_DEVICE void produceQuerySteps(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const BlockShare qBlocks{at.qk.first, kCtaBlocks};
     const BlockShare dOBlocks{at.v.first, kCtaBlocks};
     for (int step = 0; step < at.steps; ++step) {
       const Step t = stepOf(p, at, step);
-      if constexpr (kBuffers == 1) {
-        if (step > 0) mbarrierWait(s.barrier(kKeyDOEmpty), (step - 1) & 1);
-        loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull));
-      }
-      const int slot = step % kBuffers;
-      if (step >= kBuffers) mbarrierWait(s.barrier(kKeyQEmpty0 + slot), (step / kBuffers - 1) & 1);
-      loadBlocks(&p.qMap, s.q + slot * kQBytes, qBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyQFull0 + slot));
-      if constexpr (kBuffers == 2) {
-        if (step > 0) mbarrierWait(s.barrier(kKeyDOEmpty), (step - 1) & 1);
-        loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull));
-      }
+      produceStep<kBuffers>(
+          step, s.barrier(kKeyDOEmpty), s.barrier(kKeyQEmpty0),
+          [&] { loadBlocks(&p.dOMap, s.dO, dOBlocks, t.firstQuery, t.head, at.batch, s.barrier(kKeyDOFull)); },
+          [&](int slot) {
+            loadBlocks(&p.qMap, s.q + slot * kQBytes, qBlocks, t.firstQuery, t.head, at.batch,
+                       s.barrier(kKeyQFull0 + slot));
+          });
     }
   }
 
@@ -292,10 +286,7 @@ struct KeyGradientKernel {
         128, 128,        // dP full (consumer 1), dP empty (consumer 0)
         128, 256,        // tiles full (consumer 0), tiles empty (both consumers)
     };
-    // Exchanges: full, one expect_tx; empty, the partner CTA's consumer.
-    for (int i = kKeyExchangeBarriers; i < kKeyBarrierCount; ++i) {
-      arrivals[i] = (i - kKeyExchangeBarriers) % 2 ? 128 : 1;
-    }
+    setExchangeArrivals(arrivals, kKeyExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
         at.steps > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });

@@ -92,7 +92,6 @@ struct QueryGradientKernel {
   static FFPA_DEVICE void produce(const QueryGradientParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kGradQFull));
     loadBlocks(&p.dOMap, s.dO, at.v, at.firstRow, at.head, at.batch, s.barrier(kGradDOFull));
-    // The K buffers as a compile-time count: the producer has few registers (kGradientRegisters).
     if (p.kBuffers == 2) {
       produceKeyTiles<2>(p, s, at);
     } else {
@@ -100,9 +99,8 @@ struct QueryGradientKernel {
     }
   }
 
-  // K and V of every KV tile. One K buffer: V first, as consumer 1 releases V after dP and K
-  // comes free only after dS K, so V(j) loads during dS K of tile j - 1. Two: K(j) first, its
-  // buffer free since tile j - 2, so that it loads a whole tile ahead.
+  // K (through kBuffers buffers) and V of every KV tile (produceStep: with one K buffer V goes
+  // first, as consumer 1 releases V after dP and K comes free only after dS K).
   template <int kBuffers>
   static FFPA_DEVICE void produceKeyTiles(const QueryGradientParams& p, const Shared& s, const Position& at) {
     // K: all the instance's blocks from the CTA's first, for dS K over kCtaColumns (rank 1 may
@@ -110,17 +108,13 @@ struct QueryGradientKernel {
     const BlockShare kBlocks{at.qk.first, kCtaBlocks};
     for (int tile = 0; tile < at.tiles; ++tile) {
       const int firstKey = keyTileOf(p.sliced, at, tile).firstKey;
-      if constexpr (kBuffers == 1) {
-        if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
-        loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull));
-      }
-      const int slot = tile % kBuffers;
-      if (tile >= kBuffers) mbarrierWait(s.barrier(kGradKEmpty0 + slot), (tile / kBuffers - 1) & 1);
-      loadBlocks(&p.kMap, s.k + slot * kKBytes, kBlocks, firstKey, at.kvHead, at.batch, s.barrier(kGradKFull0 + slot));
-      if constexpr (kBuffers == 2) {
-        if (tile > 0) mbarrierWait(s.barrier(kGradVEmpty), (tile - 1) & 1);
-        loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull));
-      }
+      produceStep<kBuffers>(
+          tile, s.barrier(kGradVEmpty), s.barrier(kGradKEmpty0),
+          [&] { loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kGradVFull)); },
+          [&](int slot) {
+            loadBlocks(&p.kMap, s.k + slot * kKBytes, kBlocks, firstKey, at.kvHead, at.batch,
+                       s.barrier(kGradKFull0 + slot));
+          });
     }
   }
 
@@ -246,10 +240,7 @@ struct QueryGradientKernel {
         128, 128,        // dS full per slot: consumer 0
         128, 128,        // dS empty per slot: consumer 1
     };
-    // Exchanges: full, one expect_tx; empty, the partner CTA's consumer.
-    for (int i = kGradExchangeBarriers; i < kGradBarrierCount; ++i) {
-      arrivals[i] = (i - kGradExchangeBarriers) % 2 ? 128 : 1;
-    }
+    setExchangeArrivals(arrivals, kGradExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
         at.tiles > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });

@@ -176,6 +176,29 @@ struct BufferRing {
   FFPA_DEVICE int use(int i) const { return i >> (count - 1); }
 };
 
+// Step i of a producer that streams two operands: one through a ring of kBuffers buffers (full
+// and empty mbarriers per buffer, the empty ones 8 bytes apart from `ringEmpty0`), the other
+// through one buffer (`singleEmpty`). It waits for each buffer to be released, then calls
+// loadRinged(slot) or loadSingle() to issue the loads. One ring buffer: the single operand first,
+// as the consumers release it earlier in a step; two: the ringed one first, its buffer free
+// since step i - 2, so that it loads a whole step ahead. kBuffers is a compile-time count: the
+// producer has few registers (kGradientRegisters).
+template <int kBuffers, class LoadSingle, class LoadRinged>
+FFPA_DEVICE void produceStep(int i, uint32_t singleEmpty, uint32_t ringEmpty0, LoadSingle loadSingle,
+                             LoadRinged loadRinged) {
+  static_assert(kBuffers == 1 || kBuffers == 2, "one or two ring buffers");
+  const BufferRing ring{kBuffers};
+  const auto single = [&] {
+    if (i > 0) mbarrierWait(singleEmpty, (i - 1) & 1);
+    loadSingle();
+  };
+  if constexpr (kBuffers == 1) single();
+  const int slot = ring.slot(i);
+  if (i >= kBuffers) mbarrierWait(ringEmpty0 + 8u * slot, (ring.use(i) - 1) & 1);
+  loadRinged(slot);
+  if constexpr (kBuffers == 2) single();
+}
+
 // The producer: loads the 64 x 64 boxes `blocks` of `map` (over [batch][head][row][d]) at row
 // `row` into consecutive blocks from `shared`, completing on `barrier` (one arrival announcing
 // all their bytes; boxes past the tensor's d read as zeros).
@@ -356,6 +379,14 @@ struct ExchangeStages {
 // The exchange whose buffer is `offset` bytes into the aligned shared memory.
 FFPA_DEVICE Exchange exchangeAt(const AlignedShared& shared, uint32_t offset, uint32_t full, uint32_t empty) {
   return {shared.address + offset, reinterpret_cast<const float*>(shared.base + offset), full, empty};
+}
+
+// Sets the arrivals per phase of the exchange mbarriers from `first` to the end of `arrivals`
+// (locateExchangePair's order: full, empty, full, empty, ...): one expect_tx for each full, the
+// partner CTA's consumer warpgroup for each empty.
+template <int kCount>
+FFPA_DEVICE void setExchangeArrivals(int (&arrivals)[kCount], int first) {
+  for (int i = first; i < kCount; ++i) arrivals[i] = (i - first) % 2 ? 128 : 1;
 }
 
 // The exchanges of the two partial tiles a gradient kernel sums over its cluster of kCluster CTAs

@@ -48,11 +48,10 @@ const QueryGradientInstance* findQueryInstance(const AttentionProblem& problem) 
 }
 
 const KeyGradientInstance* findKeyInstance(const AttentionProblem& problem) {
-  const int qk = static_cast<int>(problem.headDimQk), v = static_cast<int>(problem.headDimV);
-  const int dim = keyGradientInstanceDim(qk, v);
-  const int clusterSize = keyGradientClusterSize(qk, v);
+  const KeyGradientShape shape = keyGradientShape(problem);
   for (const KeyGradientInstance& instance : keyInstances()) {
-    if (instance.headDim == dim && instance.clusterSize == clusterSize && instance.dtype == problem.dtype) {
+    if (instance.headDim == shape.headDim && instance.clusterSize == shape.clusterSize &&
+        instance.dtype == problem.dtype) {
       return &instance;
     }
   }

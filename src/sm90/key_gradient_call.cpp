@@ -6,17 +6,6 @@
 #include "sm90/sliced_tiles.h"
 
 namespace ffpa::sm90 {
-namespace {
-
-int instanceDimOf(const AttentionProblem& p) {
-  return keyGradientInstanceDim(static_cast<int>(p.headDimQk), static_cast<int>(p.headDimV));
-}
-
-int clusterSizeOf(const AttentionProblem& p) {
-  return keyGradientClusterSize(static_cast<int>(p.headDimQk), static_cast<int>(p.headDimV));
-}
-
-}  // namespace
 
 std::string keyGradientRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
@@ -31,11 +20,17 @@ std::string keyGradientRefusal(const AttentionProblem& p) {
   return gradientOperandsRefusal(p);
 }
 
+KeyGradientShape keyGradientShape(const AttentionProblem& p) {
+  const int qk = static_cast<int>(p.headDimQk), v = static_cast<int>(p.headDimV);
+  return {keyGradientInstanceDim(qk, v), keyGradientClusterSize(qk, v)};
+}
+
 KeyGradientArguments keyGradientLayoutOf(const AttentionProblem& p) {
   KeyGradientArguments a{};
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
-  keyGradientLayout(a, instanceDimOf(p), clusterSizeOf(p));
+  const KeyGradientShape shape = keyGradientShape(p);
+  keyGradientLayout(a, shape.headDim, shape.clusterSize);
   return a;
 }
 
@@ -53,11 +48,10 @@ KeyGradientCall describeKeyGradientCall(const AttentionProblem& p, const TensorA
   }
   copyGradientSizes(p, rowStats, gridDnhb, a);
   a.headsKv = static_cast<int32_t>(p.headsKv);
-  call.instanceDim = instanceDimOf(p);
-  call.clusterSize = clusterSizeOf(p);
-  keyGradientLayout(a, call.instanceDim, call.clusterSize);
+  call.shape = keyGradientShape(p);
+  keyGradientLayout(a, call.shape.headDim, call.shape.clusterSize);
   call.maps = gradientMaps(p, tensors);
-  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::keys, call.clusterSize, a.sliced);
+  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::keys, call.shape.clusterSize, a.sliced);
   gridExtents(ctas, p.batch, p.headsKv, gridDnhb, call.grid);
   return call;
 }

@@ -19,11 +19,13 @@ namespace ffpa::sm90 {
 // of Q, K, V or dO that TMA cannot address.
 std::string keyGradientRefusal(const AttentionProblem& problem);
 
-// The instance that serves a problem: its head dim and cluster size.
+// The instance that serves `problem`: its head dim (keyGradientInstanceDim) and cluster size
+// (keyGradientClusterSize).
 struct KeyGradientShape {
   int headDim;
   int clusterSize;
 };
+KeyGradientShape keyGradientShape(const AttentionProblem& problem);
 
 // The shared-memory layout of one CTA of the instance for `problem` (the layout fields and
 // qBuffers set), and the dynamic shared memory it needs.
@@ -33,8 +35,7 @@ uint32_t keyGradientSharedBytes(const AttentionProblem& problem);
 struct KeyGradientCall {
   KeyGradientArguments arguments;  // layout filled
   GradientMaps maps;
-  int instanceDim;  // keyGradientInstanceDim of the problem's head dims
-  int clusterSize;  // and keyGradientClusterSize
+  KeyGradientShape shape;  // keyGradientShape of the problem
   uint32_t grid[3];
 };
 

@@ -31,14 +31,16 @@ using ffpa_tools::DType;
 
 namespace {
 
+// Runs gradient kernel `Kernel` (its run(params)) on clusters of kCluster blocks.
+template <class Kernel, int kCluster, class Params>
+void launchClustered(const ffpa::emulation::Config& config, const Params& params) {
+  ffpa::emulation::launch(ffpa::emulation::clustered(config, kCluster), [](const Params& p) { Kernel::run(p); },
+                          params);
+}
+
 template <class Tag, int kHeadDimQk, int kCluster>
 void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::QueryGradientParams& params) {
-  ffpa::emulation::launch(
-      ffpa::emulation::clustered(config, kCluster),
-      [](const ffpa::sm90::QueryGradientParams& p) {
-        ffpa::kernels::sm90::QueryGradientKernel<Tag, kHeadDimQk, kCluster>::run(p);
-      },
-      params);
+  launchClustered<ffpa::kernels::sm90::QueryGradientKernel<Tag, kHeadDimQk, kCluster>, kCluster>(config, params);
 }
 
 // The instances of kernels/sm90/query_gradient_instances.cu.
@@ -101,12 +103,7 @@ std::string runSm90QueryGradient(const ffpa::AttentionProblem& problem, const ff
 
 template <class Tag, int kHeadDim, int kCluster>
 void launchKeyInstance(const ffpa::emulation::Config& config, const ffpa::sm90::KeyGradientParams& params) {
-  ffpa::emulation::launch(
-      ffpa::emulation::clustered(config, kCluster),
-      [](const ffpa::sm90::KeyGradientParams& p) {
-        ffpa::kernels::sm90::KeyGradientKernel<Tag, kHeadDim, kCluster>::run(p);
-      },
-      params);
+  launchClustered<ffpa::kernels::sm90::KeyGradientKernel<Tag, kHeadDim, kCluster>, kCluster>(config, params);
 }
 
 // The instances of kernels/sm90/key_gradient_instances.cu.
@@ -132,13 +129,12 @@ std::string runSm90KeyGradient(const ffpa::AttentionProblem& problem, const ffpa
   const ffpa::sm90::KeyGradientCall call = ffpa::sm90::describeKeyGradientCall(problem, tensors, rowStats, false);
   const auto params = paramsOf<ffpa::sm90::KeyGradientParams>(call);
   const auto config = configOf(call, params.sharedBytes, std::move(buffers), scheduleSeed);
-  const ffpa::sm90::KeyGradientShape shape{call.instanceDim, call.clusterSize};
   if (problem.dtype == FFPA_DATA_TYPE_BFLOAT16) {
-    launchKeyGradient<ffpa::kernels::Bf16Tag>(shape, config, params);
+    launchKeyGradient<ffpa::kernels::Bf16Tag>(call.shape, config, params);
   } else {
-    launchKeyGradient<ffpa::kernels::HalfTag>(shape, config, params);
+    launchKeyGradient<ffpa::kernels::HalfTag>(call.shape, config, params);
   }
-  return ffpa::sm90::backwardInstanceName(problem.dtype, std::nullopt, shape);
+  return ffpa::sm90::backwardInstanceName(problem.dtype, std::nullopt, call.shape);
 }
 
 AttentionCase sweepCase(int index, const int (&dim)[2], int kvLength, uint64_t start) {

@@ -138,14 +138,19 @@ def line_chart(path, panels, title, x_title="head dim", panel_width=640, panel_h
     names = list(dict.fromkeys(name for _, _, series in panels for name in series))
     colours = dict(zip(names, COLOURS * (len(names) // len(COLOURS) + 1)))
     legend_rows = (len(names) + 2) // 3
-    width, height = panel_width * max(len(panels), 1), 50 + panel_height + 30 * legend_rows + 10
+    # Wide enough for the panels, the title, and three legend entries to a row (a box, a gap,
+    # the longest name), so that no text is cut at the edge or runs into its neighbour.
+    legend_column = 44 + max((text_width(name) for name in names), default=0)
+    width = max(panel_width * max(len(panels), 1), text_width(title) + 40, 20 + 3 * legend_column)
+    height = 50 + panel_height + 30 * legend_rows + 10
     canvas = Canvas(width, height)
     canvas.text((width - text_width(title)) // 2, 15, title)
+    left = (width - panel_width * len(panels)) // 2  # the panels centred
     for i, (name, labels, series) in enumerate(panels):
-        _draw_panel(canvas, i * panel_width, 50, panel_width, panel_height, name, labels, series,
+        _draw_panel(canvas, left + i * panel_width, 50, panel_width, panel_height, name, labels, series,
                     [colours[label] for label in series], x_title)
     for i, name in enumerate(names):
-        x, y = 20 + (i % 3) * (width // 3), 50 + panel_height + 30 * (i // 3)
+        x, y = 20 + (i % 3) * ((width - 20) // 3), 50 + panel_height + 30 * (i // 3)
         canvas.box(x, y + 2, x + 14, y + 14, colours[name])
         canvas.text(x + 24, y + 2, name)
     with open(path, "wb") as out:

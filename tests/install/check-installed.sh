@@ -83,7 +83,7 @@ if [ -n "${PKG_CONFIG_PATH:-}" ]; then
   info=$(find "$root" -path '*/bin/ffpa-info' | head -n 1)
   if "$info" --knobs >/dev/null 2>&1; then ok "installed ffpa-info runs"; else bad "installed ffpa-info runs"; fi
 
-  for language in rust go; do
+  for language in rust go python; do
     script=$source_root/bindings/$language/check-installed
     if [ ! -x "$script" ]; then
       skip "$language bindings: no bindings/$language/check-installed"

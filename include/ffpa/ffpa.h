@@ -517,7 +517,7 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
   /** Bool, default 1: on compute capability 9.0, run the Hopper forward kernel (TMA loads,
    *  `wgmma`, warp-specialized warpgroups; d_v 257..512 with d_qk up to 576, and d_v 513..1024
    *  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper
-   *  gradient kernels (dQ: d_qk 257..640 with d_v up to 640; dK/dV: max(d_qk, d_v) 257..512)
+   *  gradient kernels (dQ and dK/dV for head dims up to 1024, on clusters of up to four CTAs)
    *  where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,
    *  and everything when any other kernel knob except #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a
    *  value other than its default (those knobs shape the `mma.sync` kernels only). Needs a
@@ -532,6 +532,13 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  another kernel serves fails with #FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION. The backward
    *  ignores it. Environment: `FFPA_EXP2_EMULATION`. */
   FFPA_POLICY_EXP2_EMULATION = 14,
+  /** Bool, default 0: in the Hopper forward for d_v up to 512 without attention slices, let the
+   *  CTAs of two adjacent 64-row tiles share each K and V tile: a cluster of two in which each
+   *  CTA loads half of every tile with TMA multicast into both, so that the L2 delivers K and V
+   *  once per 128 query rows instead of once per 64. Problems of one row tile, sliced problems and
+   *  larger head dims keep one CTA per row tile. A forward another kernel serves ignores it, and
+   *  so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`. */
+  FFPA_POLICY_HOPPER_KV_MULTICAST = 15,
 
   /* --- Tuned configs (values 100-199) --- */
   /** Bool, default 0: tune launch configs at run time, once per problem and process.

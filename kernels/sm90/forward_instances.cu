@@ -8,11 +8,19 @@ namespace {
 using ffpa::kernels::Bf16Tag;
 using ffpa::kernels::HalfTag;
 
+// d_v <= 512: one CTA per row tile, and the pair of CTAs that share K and V.
 template <int kHeadDimV>
 void append(ForwardInstanceList& out) {
   using ffpa::kernels::sm90::forwardKernel;
-  out.push_back({kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&forwardKernel<HalfTag, kHeadDimV>)});
-  out.push_back({kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&forwardKernel<Bf16Tag, kHeadDimV>)});
+  using ffpa::kernels::sm90::kvSharingForwardKernel;
+  out.push_back(
+      {kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&forwardKernel<HalfTag, kHeadDimV>), 1});
+  out.push_back(
+      {kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&forwardKernel<Bf16Tag, kHeadDimV>), 1});
+  out.push_back({kHeadDimV, FFPA_DATA_TYPE_FLOAT16,
+                 reinterpret_cast<const void*>(&kvSharingForwardKernel<HalfTag, kHeadDimV>), kKvSharingCtas});
+  out.push_back({kHeadDimV, FFPA_DATA_TYPE_BFLOAT16,
+                 reinterpret_cast<const void*>(&kvSharingForwardKernel<Bf16Tag, kHeadDimV>), kKvSharingCtas});
 }
 
 // d_v > 512: the cluster-of-two kernel (sm90/forward_params.h).
@@ -21,9 +29,9 @@ void appendClustered(ForwardInstanceList& out) {
   static_assert(clusterSizeFor(kHeadDimV) == kMaxClusterSize, "clusters serve d_v above 512");
   using ffpa::kernels::sm90::clusterForwardKernel;
   out.push_back(
-      {kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<HalfTag, kHeadDimV>)});
+      {kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<HalfTag, kHeadDimV>), 1});
   out.push_back(
-      {kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<Bf16Tag, kHeadDimV>)});
+      {kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<Bf16Tag, kHeadDimV>), 1});
 }
 
 }  // namespace

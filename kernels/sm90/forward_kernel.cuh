@@ -24,6 +24,10 @@
 // as soon as its wgmma group completes, and receives the other CTA's after P V(j):
 //   [K full j+1] S(j+1) issued; [V full] O0 += P V(j) issued; S(j+1) done -> K empty, sent;
 //   P V(j) done -> V empty; [Exchange full] S(j+1) = own + received.
+//
+// With K and V shared by two CTAs (kShareKv, forward_params.h), each producer loads half of every
+// K and V tile's blocks into both CTAs (TMA multicast), and "K empty" / "V empty" count the
+// releases of both CTAs' consumers: a producer waits until both are done with a buffer.
 #pragma once
 
 #include "common/element.cuh"
@@ -38,7 +42,7 @@ namespace ffpa::kernels::sm90 {
 using ffpa::sm90::ForwardParams;
 using namespace ffpa::sm90;  // the shape constants and Barrier
 
-template <class Tag, int kHeadDimV, int kCluster = 1>
+template <class Tag, int kHeadDimV, int kCluster = 1, bool kShareKv = false>
 struct ForwardKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
@@ -51,6 +55,8 @@ struct ForwardKernel {
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 512,
                 "128..512 columns per CTA (two consumers of whole 64-column blocks)");
   static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
+  static_assert(!kShareKv || kCluster == 1, "K and V are shared by the CTAs of row tiles, not of head dims");
+  static constexpr int kKvCtas = kShareKv ? kKvSharingCtas : 1;  // CTAs that read each K and V buffer
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
   struct Shared {
@@ -63,6 +69,24 @@ struct ForwardKernel {
   };
 
   using Position = RowTile;
+
+  static FFPA_DEVICE Position locate(const ForwardParams& p) {
+    if constexpr (kShareKv) {
+      return locateKvSharingRowTile(p);
+    } else {
+      return locateRowTile<kCluster>(p, p.sliced);
+    }
+  }
+
+  // A consumer is done with the K or V buffer of `empty`: with shared K and V, in both CTAs.
+  static FFPA_DEVICE void release(uint32_t empty) {
+    if constexpr (kShareKv) {
+      #pragma unroll
+      for (int rank = 0; rank < kKvSharingCtas; ++rank) mbarrierArriveCluster(mapShared(empty, rank));
+    } else {
+      mbarrierArrive(empty);
+    }
+  }
 
   static FFPA_DEVICE Shared locateShared(const ForwardParams& p) {
     const AlignedShared shared = alignedShared();
@@ -84,12 +108,22 @@ struct ForwardKernel {
 
   static FFPA_DEVICE void produce(const ForwardParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kQFull));
+    // K or V of tile `tile` into the buffer at `shared`, once its consumers released the last one.
+    const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int firstKey, int tile,
+                          Barrier full, Barrier empty) {
+      if constexpr (kShareKv) {
+        if (tile > 0) mbarrierWaitCluster(s.barrier(empty), (tile - 1) & 1);  // the other CTA's releases
+        loadSharedBlocks(map, shared, blocks, firstKey, at.kvHead, at.batch, s.barrier(full), at.rank);
+      } else {
+        if (tile > 0) mbarrierWait(s.barrier(empty), (tile - 1) & 1);
+        loadBlocks(map, shared, blocks, firstKey, at.kvHead, at.batch, s.barrier(full));
+      }
+    };
     for (int tile = 0; tile < at.tiles; ++tile) {
-      const int firstKey = keyTileOf(p.sliced, at, tile).firstKey;
-      if (tile > 0) mbarrierWait(s.barrier(kKEmpty), (tile - 1) & 1);
-      loadBlocks(&p.kMap, s.k, at.qk, firstKey, at.kvHead, at.batch, s.barrier(kKFull));
-      if (tile > 0) mbarrierWait(s.barrier(kVEmpty), (tile - 1) & 1);
-      loadBlocks(&p.vMap, s.v, at.v, firstKey, at.kvHead, at.batch, s.barrier(kVFull));
+      // Shared K and V serve no slices: the tiles follow each other from key 0.
+      const int firstKey = kShareKv ? tile * kKeys : keyTileOf(p.sliced, at, tile).firstKey;
+      load(&p.kMap, s.k, at.qk, firstKey, tile, kKFull, kKEmpty);
+      load(&p.vMap, s.v, at.v, firstKey, tile, kVFull, kVEmpty);
     }
   }
 
@@ -144,7 +178,7 @@ struct ForwardKernel {
       if (kCluster == 1 || tile == 0) {
         mbarrierWait(s.barrier(kKFull), tile & 1);
         scoreProduct<Tag>(score, s.q, s.k, at.qk.count);
-        mbarrierArrive(s.barrier(kKEmpty));
+        release(s.barrier(kKEmpty));
         if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
@@ -223,13 +257,13 @@ struct ForwardKernel {
         wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
         wgmmaFenceOperands(score);
         if (next) {
-          mbarrierArrive(s.barrier(kKEmpty));
+          release(s.barrier(kKEmpty));
           sendPartial(s.exchange, score, partner, tile + 1);
         }
       }
       wgmmaWait<0>();
       wgmmaFenceOperands(o);
-      mbarrierArrive(s.barrier(kVEmpty));
+      release(s.barrier(kVEmpty));
       if constexpr (kCluster > 1) {
         if (next) receivePartial(s.exchange, score, partner, tile + 1, at.tiles);
       }
@@ -246,7 +280,8 @@ struct ForwardKernel {
       inverse[half] = sum[half] == 0.0f ? 0.0f : 1.0f / sum[half];
       const int row = me.row(half);
       if (me.quad == 0) s.rowInverse[row] = inverse[half];
-      if (p.lse && at.rank == 0 && me.quad == 0 && at.firstRow + row < at.rowEnd) {
+      // Of the CTAs that split the head dims, rank 0 stores; CTAs sharing K and V own their rows.
+      if (p.lse && (kCluster == 1 || at.rank == 0) && me.quad == 0 && at.firstRow + row < at.rowEnd) {
         constexpr float kLn2 = 0.693147180559945309f;
         const float lse = sum[half] == 0.0f ? kNegativeInfinity : (max[half] + log2Approx(sum[half])) * kLn2;
         storeGlobalF32(p.lse + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] +
@@ -272,7 +307,7 @@ struct ForwardKernel {
       mbarrierWait(s.barrier(kVFull), tile & 1);
       accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes,
                                            s.v + (kColumns0 / kBlockColumns) * kBlockBytes);
-      mbarrierArrive(s.barrier(kVEmpty));
+      release(s.barrier(kVEmpty));
       mbarrierArrive(s.barrier(kPEmpty0 + slot));
     }
     namedBarrier(1, 256);
@@ -282,17 +317,17 @@ struct ForwardKernel {
 
   static FFPA_DEVICE void run(const ForwardParams& p) {
     const Shared s = locateShared(p);
-    const Position at = locateRowTile<kCluster>(p, p.sliced);
+    const Position at = locate(p);
     // Arrivals per phase of each mbarrier (Barrier order).
     const int arrivals[kBarrierCount] = {
-        1,         // Q full: the producer's expect_tx
-        1, 128,    // K full; K empty: consumer 0
-        1, 256,    // V full; V empty: both consumers
-        128, 128,  // P full per slot: consumer 0
-        128, 128,  // P empty per slot: consumer 1
-        1, 128,    // Exchange full: one expect_tx; Exchange empty: the other CTA's consumer 0
+        1,                   // Q full: the producer's expect_tx
+        1, 128 * kKvCtas,    // K full; K empty: consumer 0 (of each CTA sharing K)
+        1, 256 * kKvCtas,    // V full; V empty: both consumers (of each CTA sharing V)
+        128, 128,            // P full per slot: consumer 0
+        128, 128,            // P empty per slot: consumer 1
+        1, 128,              // Exchange full: one expect_tx; Exchange empty: the other CTA's consumer 0
     };
-    initBarriers<kCluster>(s.barrier(0), arrivals);
+    initBarriers<kCluster * kKvCtas>(s.barrier(0), arrivals);
     // A separate copy of consumer 0 for exp2 emulation, so that the default path tests nothing
     // per exponential.
     const auto consume0Chosen = [&] {
@@ -304,6 +339,8 @@ struct ForwardKernel {
     };
     runRoles<kForwardRegisters[0], kForwardRegisters[1]>(at.tiles > 0, [&] { produce(p, s, at); }, consume0Chosen,
         [&] { consume1(p, s, at); });
+    // Sharing K and V, no CTA leaves while the other may still arrive on its barriers.
+    if constexpr (kShareKv) clusterSync();
   }
 };
 
@@ -318,6 +355,13 @@ template <class Tag, int kHeadDimV>
 FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
     clusterForwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
   ForwardKernel<Tag, kHeadDimV, kMaxClusterSize>::run(p);
+}
+
+// The CTAs of two adjacent row tiles share K and V (d_v <= 512, no slices); grid x even.
+template <class Tag, int kHeadDimV>
+FFPA_KERNEL void FFPA_CLUSTER_DIMS(kKvSharingCtas, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
+    kvSharingForwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
+  ForwardKernel<Tag, kHeadDimV, 1, true>::run(p);
 }
 
 }  // namespace ffpa::kernels::sm90

@@ -10,6 +10,18 @@
 // O stays in fp32 registers, split by columns so that a thread holds at most 128 of them.
 // Every tile is stored as 64-column blocks of 64 rows x 128 bytes, 128-byte swizzled (TMA boxes).
 //
+// Key sharing (FFPA_POLICY_HOPPER_KV_MULTICAST; d_v <= 512, no attention slices): every CTA reads
+// whole K and V tiles of its (batch, head), 4 d bytes per key, for 64 query rows: 64 FLOPs per byte
+// the L2 delivers: 7.3 TB/s at the 466 TFLOPS measured at d = 512 on an H100, a rate at which the
+// L2 rather than the tensor cores may set the pace. So the CTAs of two adjacent 64-row tiles form a cluster of two: each
+// producer loads half of the 64-column blocks of every K and V tile (rank r the blocks b with
+// b % 2 == r) with TMA multicast, which lands each box in both CTAs, and announces the whole tile's
+// bytes on its own full barrier. The pair walks the KV tiles both of its row tiles see (under a
+// causal mask the later rows see more: the earlier CTA's rows see the extra tile as masked), and a
+// CTA may overwrite a K or V buffer only when the consumers of both have released it: the empty
+// barriers count the arrivals of both CTAs (remote arrivals), and the CTAs leave together (a
+// cluster barrier at the end), so that no arrival or copy reaches a block that has exited.
+//
 // Clusters (d_v 513..1024): O[64, d_v] in fp32 is 256 KiB at d_v = 1024, all of an SM's
 // registers, and Q, K and V tiles of d = 1024 would need 384 KiB of shared memory. So two CTAs of
 // a cluster take the same 64 rows and split the head dims by 64-column blocks: rank r loads and
@@ -34,6 +46,7 @@ constexpr int kBlockColumns = 64;         // elements of a 128-byte swizzled row
 constexpr uint32_t kBlockBytes = 64 * 128;  // one 64 x 64 block
 constexpr int kThreads = 384;             // three warpgroups
 constexpr int kMaxClusterSize = 2;          // the forward's clusters
+constexpr int kKvSharingCtas = 2;           // CTAs of a cluster that share K and V (multicast)
 constexpr int kMaxGradientClusterSize = 4;  // the backward's, for head dims above 512 or 640
 constexpr uint32_t kExchangeBytes = 128 * 32 * 4;  // a partial S: 32 fp32 per consumer-0 thread
 constexpr uint32_t kMaxSharedBytes = 227 * 1024;  // dynamic shared memory per block on sm_90

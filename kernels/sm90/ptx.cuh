@@ -131,6 +131,18 @@ FFPA_DEVICE void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMap* map, in
       : "memory");
 }
 
+// As tmaLoad4d, into the shared memory of every block of the cluster whose rank has its bit set in
+// `ctaMask`: the box lands at the same offset `shared` in each, and completes its bytes on the
+// mbarrier at the same offset `barrier` in each (so the L2 delivers it once for all of them).
+FFPA_DEVICE void tmaLoad4dMulticast(uint32_t shared, const ffpa::sm90::TensorMap* map, int c0, int c1, int c2, int c3,
+                                    uint32_t barrier, uint16_t ctaMask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+      "%3, %4, %5}], [%6], %7;\n" ::"r"(shared),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(barrier), "h"(ctaMask)
+      : "memory");
+}
+
 // Orders this thread's ordinary shared-memory stores before later reads by wgmma or TMA (the
 // async proxy); a barrier must still follow for other threads.
 FFPA_DEVICE void fenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

@@ -75,6 +75,19 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
   return at;
 }
 
+// With K and V shared by the CTAs of two adjacent row tiles (forward_params.h): rows [64 x, 64 x +
+// 64) of CTA x, all of the head dims' blocks, and the KV tiles that the rows of both CTAs of its
+// cluster see, so that the pair walks them together.
+template <class Params>
+FFPA_DEVICE RowTile locateKvSharingRowTile(const Params& p) {
+  RowTile at = locateRowTile<1>(p);
+  at.rank = clusterRank();
+  const int pairFirstRow = (blockIndexX() & ~(kKvSharingCtas - 1)) * kRows;
+  at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, pairFirstRow, kKvSharingCtas * kRows,
+                                                  p.causal, p.causalOffset);
+  return at;
+}
+
 // KV tile `tile` of the rows `at`: keys [firstKey, firstKey + 64), seen through slice `slice`
 // (-1: no slices; the tiles then follow each other from key 0). SlicedTiles holds the `slices`
 // the mma.sync kernels' helper reads from their parameters.
@@ -208,6 +221,19 @@ FFPA_DEVICE void loadBlocks(const TensorMap* map, uint32_t shared, BlockShare bl
   for (int b = 0; b < blocks.count; ++b) {
     tmaLoad4d(shared + b * kBlockBytes, map, (blocks.first + b) * kBlockColumns, row, int(head), int(batch),
               barrier);
+  }
+}
+
+// The producer of rank `rank` of a pair of CTAs sharing K and V: announces all the bytes of the
+// boxes `blocks` on its own `barrier` (the other CTA's half lands there too) and loads the boxes
+// of its parity, multicast to both CTAs.
+FFPA_DEVICE void loadSharedBlocks(const TensorMap* map, uint32_t shared, BlockShare blocks, int row, int64_t head,
+                                  int64_t batch, uint32_t barrier, int rank) {
+  static_assert(kKvSharingCtas == 2, "a multicast mask of two CTAs");
+  mbarrierArriveExpectTx(barrier, blocks.count * kBlockBytes);
+  for (int b = rank; b < blocks.count; b += kKvSharingCtas) {
+    tmaLoad4dMulticast(shared + b * kBlockBytes, map, (blocks.first + b) * kBlockColumns, row, int(head), int(batch),
+                       barrier, 0x3);
   }
 }
 

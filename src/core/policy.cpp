@@ -62,6 +62,9 @@ const std::array<KnobSpec, kKnobCount> kSpecs = {{
   {FFPA_POLICY_EXP2_EMULATION, "FFPA_POLICY_EXP2_EMULATION", FFPA_POLICY_TYPE_INT32, 0, 8, 0, "0",
    "FFPA_EXP2_EMULATION", "", "",
    "Of every 8 softmax exponentials of the Hopper forward, how many an FMA polynomial computes instead of the special-function unit.", true},
+  {FFPA_POLICY_HOPPER_KV_MULTICAST, "FFPA_POLICY_HOPPER_KV_MULTICAST", kBool, 0, 1, 0, "0",
+   "FFPA_HOPPER_KV_MULTICAST", kBoolNames, "",
+   "In the Hopper forward (d_v <= 512, no slices), CTAs of two adjacent row tiles share each K and V tile through TMA multicast.", true},
   // --- Tuned configs ---
   {FFPA_POLICY_AUTOTUNE, "FFPA_POLICY_AUTOTUNE", kBool, 0, 1, 0, "0",
    "FFPA_AUTOTUNE", kBoolNames, "",

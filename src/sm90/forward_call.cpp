@@ -15,8 +15,15 @@ int instanceHeadDimV(int64_t headDimV) {
   return static_cast<int>((headDimV + multiple - 1) / multiple * multiple);
 }
 
-int64_t gridBlocksX(const AttentionProblem& p) {
-  return (p.seqQ + kRows - 1) / kRows * clusterSizeFor(static_cast<int>(p.headDimV));
+int kvSharingFor(const AttentionProblem& p, bool multicast) {
+  const bool applies = multicast && clusterSizeFor(static_cast<int>(p.headDimV)) == 1 && p.slices == nullptr &&
+                       p.seqQ > kRows;
+  return applies ? kKvSharingCtas : 1;
+}
+
+int64_t gridBlocksX(const AttentionProblem& p, int kvSharing) {
+  const int64_t rowTiles = (p.seqQ + kRows - 1) / kRows;
+  return (rowTiles + kvSharing - 1) / kvSharing * kvSharing * clusterSizeFor(static_cast<int>(p.headDimV));
 }
 
 std::string forwardRefusal(const AttentionProblem& p) {
@@ -41,7 +48,7 @@ std::string forwardRefusal(const AttentionProblem& p) {
 }
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated) {
+                                int exp2Emulated, int kvSharing) {
   ForwardCall call{};
   ForwardArguments& a = call.arguments;
   a.o = tensors.out;
@@ -53,12 +60,15 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   copyProblemSizes(p, a);
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
-  call.clusterSize = clusterSizeFor(a.headDimV);
+  call.kvSharing = kvSharing;
+  call.clusterSize = kvSharing > 1 ? kvSharing : clusterSizeFor(a.headDimV);
   forwardLayout(a);
   call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
   call.v = rowMap(tensors.v, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
-  const int64_t ctas = ctasAlong(p, tensors, OwnedAxis::queries, call.clusterSize, a.sliced);
+  // Sharing K and V (no slices): the row tiles in whole pairs, the last CTA maybe past the rows.
+  const int64_t ctas = kvSharing > 1 ? gridBlocksX(p, kvSharing)
+                                     : ctasAlong(p, tensors, OwnedAxis::queries, call.clusterSize, a.sliced);
   gridExtents(ctas, p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }

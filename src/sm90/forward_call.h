@@ -23,19 +23,26 @@ std::string forwardRefusal(const AttentionProblem& problem);
 // of 128 above (a cluster of two CTAs of whole 64-column blocks each).
 int instanceHeadDimV(int64_t headDimV);
 
-// The grid's x extent for `problem`: CTAs per cluster times the 64-row tiles of the queries.
-int64_t gridBlocksX(const AttentionProblem& problem);
+// How many CTAs of adjacent row tiles share each K and V tile for `problem` (forward_params.h):
+// kKvSharingCtas when `multicast` (FFPA_POLICY_HOPPER_KV_MULTICAST) asks for it and the problem
+// allows it (d_v <= 512, no attention slices, at least two row tiles), else 1.
+int kvSharingFor(const AttentionProblem& problem, bool multicast);
+
+// The grid's x extent for `problem`: CTAs per cluster times the 64-row tiles of the queries (with
+// `kvSharing` CTAs sharing K and V, the row tiles rounded up to a multiple of it).
+int64_t gridBlocksX(const AttentionProblem& problem, int kvSharing = 1);
 
 struct ForwardCall {
   ForwardArguments arguments;  // layout filled
   TensorMapSpec q, k, v;
   int clusterSize;  // CTAs per cluster along x
+  int kvSharing;    // of them, sharing K and V (1: none)
   uint32_t grid[3];
 };
 
 // The arguments of one call. Pointers are used as they are (device pointers, or host pointers on
-// the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8).
+// the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8); `kvSharing`: kvSharingFor().
 ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated = 0);
+                                int exp2Emulated = 0, int kvSharing = 1);
 
 }  // namespace ffpa::sm90

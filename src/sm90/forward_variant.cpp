@@ -25,10 +25,12 @@ const ForwardInstanceList& instances() {
 #endif
 }
 
-const ForwardInstance* findInstance(const AttentionProblem& problem) {
+const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing) {
   const int headDimV = instanceHeadDimV(problem.headDimV);
   for (const ForwardInstance& instance : instances()) {
-    if (instance.headDimV == headDimV && instance.dtype == problem.dtype) return &instance;
+    if (instance.headDimV == headDimV && instance.dtype == problem.dtype && instance.kvSharing == kvSharing) {
+      return &instance;
+    }
   }
   return nullptr;
 }
@@ -44,7 +46,8 @@ class ForwardPlan final : public PlanPayload {
       : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated) {}
 
   void launch(const LaunchArgs& args) const override {
-    const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_);
+    const ForwardCall call =
+        describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_, instance_.kvSharing);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -92,7 +95,7 @@ Resolution resolve(const PlanRequest& r) {
   if (!compiled()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
   if (std::string why = forwardRefusal(problem); !why.empty()) return notApplicable(std::move(why));
   Resolution d;
-  d.instance = findInstance(problem);
+  d.instance = findInstance(problem, kvSharingFor(problem, r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST)));
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
   const uint32_t shared = sharedBytesOf(problem);
@@ -102,7 +105,8 @@ Resolution resolve(const PlanRequest& r) {
   }
   uint32_t grid[3];
   if (auto why =
-          chooseGrid(r.policy, gridBlocksX(problem), problem.batch, problem.headsQ, d.gridDnhb, grid, d.notes)) {
+          chooseGrid(r.policy, gridBlocksX(problem, d.instance->kvSharing), problem.batch, problem.headsQ, d.gridDnhb,
+                     grid, d.notes)) {
     return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
   }
   return d;
@@ -119,12 +123,14 @@ Plan plan(const PlanRequest& r) {
     allowDynamicSharedMemory(instance.kernel, r.device, "sm90 forward kernel");
   }
   Plan plan;
-  const int cluster = clusterSizeFor(instance.headDimV);
-  const int ctaColumns = instance.headDimV / cluster;
-  plan.kernel = instanceName(r.problem.dtype, instance.headDimV);
+  const int columnCtas = clusterSizeFor(instance.headDimV);
+  const int ctaColumns = instance.headDimV / columnCtas;
+  const bool shared = instance.kvSharing > 1;
+  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
-                    " cluster=", cluster, " columns=", consumer0Columns(ctaColumns), "+", consumer1Columns(ctaColumns),
-                    cluster > 1 ? " exchange=S:dsmem" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
+                    " cluster=", shared ? instance.kvSharing : columnCtas, " columns=", consumer0Columns(ctaColumns), "+",
+                    consumer1Columns(ctaColumns), columnCtas > 1 ? " exchange=S:dsmem" : "",
+                    shared ? " kv=multicast:2 row tiles" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
                     d.notes);
   plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated);
@@ -156,8 +162,9 @@ std::string mmaSyncKnobSet(const Policy& policy) {
 
 bool compiled() { return !instances().empty(); }
 
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV) {
-  return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV);
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing) {
+  return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV,
+             kvSharing > 1 ? cat(".kv", kvSharing) : std::string());
 }
 
 void registerForwardVariant(KernelRegistry& registry) {

@@ -14,8 +14,9 @@ namespace ffpa::sm90 {
 
 constexpr const char* kForwardVariantName = "sm90.forward";
 
-// "sm90.forward.bf16.d512": the variant, the element type and the instance's d_v.
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV);
+// "sm90.forward.bf16.d512": the variant, the element type and the instance's d_v; with K and V
+// shared by two CTAs, "sm90.forward.bf16.d512.kv2".
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing = 1);
 
 // Whether this build compiled the sm_90a kernels (build_arch contains 90a).
 bool compiled();

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -804,34 +805,77 @@ TEST_CASE("sm90 forward: the same call twice gives the same bits") {
   }
 }
 
-TEST_CASE("sm90 forward: exp2 emulated for 4 and 8 of every 8 column groups is as accurate") {
-  if (!hopper_runs_here()) return;
-  // The bounds of the special-function unit's exp2: the polynomial (8.6e-5 relative) must fit.
-  const TestCase tests[] = {
+// Two shapes for the knobs of the Hopper forward: one row tile per CTA pair and an odd count of
+// them, both causal alignments, grouped queries, both dtypes and layouts.
+static const TestCase kHopperKnobCases[] = {
       {make_config(attention_shape(1, 4, 2, 300, 700, 512, 512, CausalMask::bottom_right), DType::bfloat16,
                    LayoutKind::bhnd, 0.0),
        true, 46200},
       {make_config(attention_shape(2, 2, 1, 257, 193, 320, 320, CausalMask::top_left), DType::float16,
                    LayoutKind::bnhd, 0.0),
        true, 46201},
-  };
+};
+
+// Runs `test` in `problem` on `fast`, which must plan the Hopper forward for it, and checks O (and
+// LSE) against float64 attention with the bounds of fp32 accumulation; returns the planned kernel.
+static std::string check_hopper_forward(Handle& fast, Workspace& workspace, const TestCase& test,
+                                        const std::string& context, DeviceProblem& problem) {
+  problem.fill_inputs(test.start);
+  const std::string kernel = planned_kernel(fast, descriptors_of(problem, test.with_lse));
+  REQUIRE_MESSAGE(kernel.rfind(kHopperPrefix, 0) == 0, context << ": planned " << kernel);
+  problem.forward(fast, workspace, test.with_lse);
+  const CpuForward exact = cpu_forward(problem);
+  const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
+  check_fast_outputs(context, problem, test.with_lse, exact,
+                     fast_bounds(test.config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+  return kernel;
+}
+
+TEST_CASE("sm90 forward: exp2 emulated for 4 and 8 of every 8 column groups is as accurate") {
+  if (!hopper_runs_here()) return;
+  // The bounds of the special-function unit's exp2: the polynomial (8.6e-5 relative) must fit.
   Workspace workspace;
   for (const int emulated : {4, 8}) {
     Handle fast;
     fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
     fast.set_policy(FFPA_POLICY_EXP2_EMULATION, emulated);
-    for (const TestCase& test : tests) {
-      const std::string context = test.to_string() + ", exp2 emulated " + std::to_string(emulated) + "/8";
+    for (const TestCase& test : kHopperKnobCases) {
       DeviceProblem problem(test.config);
-      problem.fill_inputs(test.start);
-      const std::string kernel = planned_kernel(fast, descriptors_of(problem, true));
-      REQUIRE_MESSAGE(kernel.rfind(kHopperPrefix, 0) == 0, context << ": planned " << kernel);
-      problem.forward(fast, workspace, true);
-      const CpuForward exact = cpu_forward(problem);
-      const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
-      check_fast_outputs(context, problem, true, exact,
-                         fast_bounds(test.config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+      check_hopper_forward(fast, workspace, test, test.to_string() + ", exp2 emulated " + std::to_string(emulated) + "/8",
+                           problem);
     }
+  }
+}
+
+TEST_CASE("sm90 forward: CTAs of two row tiles sharing K and V through TMA multicast") {
+  if (!hopper_runs_here()) return;
+  // FFPA_POLICY_HOPPER_KV_MULTICAST: clusters of two CTAs on adjacent row tiles, each loading half
+  // of every K and V tile into both. An odd number of row tiles (the last CTA past the rows),
+  // causal masks under which the pair's two row tiles see different KV tiles, rows that see no
+  // key, GQA, d_qk != d_v; every call also repeated for the same bits.
+  std::vector<TestCase> tests(std::begin(kHopperKnobCases), std::end(kHopperKnobCases));
+  tests.insert(tests.end(), {
+      {make_config(attention_shape(1, 3, 3, 1000, 1000, 576, 512, CausalMask::none), DType::bfloat16,
+                   LayoutKind::padded_aligned, 0.0),
+       false, 46302},
+      {make_config(attention_shape(1, 2, 2, 200, 70, 384, 448, CausalMask::bottom_right), DType::float16,
+                   LayoutKind::bhnd, 0.0),
+       true, 46303},
+  });
+  Handle fast;
+  fast.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+  fast.set_policy(FFPA_POLICY_HOPPER_KV_MULTICAST, 1);
+  Workspace workspace;
+  for (const TestCase& test : tests) {
+    const std::string context = test.to_string() + ", K and V multicast";
+    DeviceProblem problem(test.config);
+    const std::string kernel = check_hopper_forward(fast, workspace, test, context, problem);
+    const bool shared = kernel.size() > 4 && kernel.compare(kernel.size() - 4, 4, ".kv2") == 0;
+    CHECK_MESSAGE(shared, context << ": planned " << kernel);
+    const HostTensor first_o = problem.o.host;
+    problem.forward(fast, workspace, test.with_lse);  // poisons the outputs first
+    CHECK_MESSAGE(std::memcmp(first_o.data(), problem.o.host.data(), first_o.size_bytes()) == 0,
+                  context << ": O differs between two runs");
   }
 }
 

@@ -253,10 +253,13 @@ void mbarrierWait(uint32_t barrier, int parity, emulation::Site site) {
   }
 }
 
-void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
-               uint32_t barrier, emulation::Site site) {
-  Block& block = emulation::currentBlock();
-  MBarrier& state = emulation::mbarrierAt(barrier, site);
+namespace {
+
+// Queues the box at (c0 .. c3) of `map` for `block`'s shared memory at `shared`, on its mbarrier at
+// `barrier` (the issuing block's, or with multicast another block's of the cluster).
+void queueTensorCopy(Block& block, uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2,
+                     int c3, uint32_t barrier, emulation::Site site) {
+  MBarrier& state = emulation::mbarrierAt(block, barrier, site);
   if (map->rank < 1 || map->rank > ffpa::sm90::kTensorMapMaxRank || map->box[0] * map->elementBytes != 128) {
     emulation::fail("tmaLoad4d: the emulator copies boxes with 128-byte rows (128-byte swizzle) only", site);
   }
@@ -290,6 +293,27 @@ void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, in
   std::vector<int> waiting = std::move(state.waiting);
   state.waiting.clear();
   for (int thread : waiting) emulation::release(block, thread);
+}
+
+}  // namespace
+
+void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
+               uint32_t barrier, emulation::Site site) {
+  queueTensorCopy(emulation::currentBlock(), shared, map, c0, c1, c2, c3, barrier, site);
+}
+
+void tmaLoad4dMulticast(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
+                        uint32_t barrier, uint16_t ctaMask, emulation::Site site) {
+  Block& block = emulation::currentBlock();
+  const auto& blocks = block.cluster->blocks;
+  if (ctaMask == 0 || (ctaMask >> blocks.size()) != 0) {
+    emulation::fail("TMA multicast mask " + emulation::hex(ctaMask) + " names no block, or a rank beyond the cluster of " +
+                        std::to_string(blocks.size()),
+                    site);
+  }
+  for (std::size_t rank = 0; rank < blocks.size(); ++rank) {
+    if (ctaMask >> rank & 1u) queueTensorCopy(*blocks[rank], shared, map, c0, c1, c2, c3, barrier, site);
+  }
 }
 
 // The mbarrier of a cluster address: its block and its address in that block's window.

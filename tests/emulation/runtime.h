@@ -149,6 +149,10 @@ void mbarrierArrive(uint32_t barrier, emulation::Site site = emulation::Site::he
 void mbarrierWait(uint32_t barrier, int parity, emulation::Site site = emulation::Site::here());
 void tmaLoad4d(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
                uint32_t barrier, emulation::Site site = emulation::Site::here());
+// Multicast (cp.async.bulk.tensor ... .multicast::cluster): the box lands at offset `shared` of
+// every block of the cluster whose rank bit is set in `ctaMask`, on the mbarrier at `barrier` there.
+void tmaLoad4dMulticast(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, int c0, int c1, int c2, int c3,
+                        uint32_t barrier, uint16_t ctaMask, emulation::Site site = emulation::Site::here());
 void fenceProxyAsync();
 
 // Clusters (Config::clusterX): clusterRank() is the block's rank, mapShared() the cluster address

@@ -25,9 +25,19 @@ using ffpa_tools::LayoutKind;
 
 namespace {
 
+// `kvSharing` > 1: the kernel whose CTAs of two adjacent row tiles share K and V (d_v <= 512).
 template <class Tag, int kHeadDimV>
-void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params, int kvSharing) {
   constexpr int kCluster = ffpa::sm90::clusterSizeFor(kHeadDimV);
+  if constexpr (kCluster == 1) {
+    if (kvSharing > 1) {
+      ffpa::emulation::launch(
+          ffpa::emulation::clustered(config, ffpa::sm90::kKvSharingCtas),
+          [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, 1, true>::run(p); },
+          params);
+      return;
+    }
+  }
   ffpa::emulation::launch(
       ffpa::emulation::clustered(config, kCluster),
       [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, kCluster>::run(p); },
@@ -35,16 +45,17 @@ void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::For
 }
 
 template <class Tag>
-void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params,
+               int kvSharing) {
   switch (headDimV) {
-    case 320: return launchInstance<Tag, 320>(config, params);
-    case 384: return launchInstance<Tag, 384>(config, params);
-    case 448: return launchInstance<Tag, 448>(config, params);
-    case 512: return launchInstance<Tag, 512>(config, params);
-    case 640: return launchInstance<Tag, 640>(config, params);
-    case 768: return launchInstance<Tag, 768>(config, params);
-    case 896: return launchInstance<Tag, 896>(config, params);
-    case 1024: return launchInstance<Tag, 1024>(config, params);
+    case 320: return launchInstance<Tag, 320>(config, params, kvSharing);
+    case 384: return launchInstance<Tag, 384>(config, params, kvSharing);
+    case 448: return launchInstance<Tag, 448>(config, params, kvSharing);
+    case 512: return launchInstance<Tag, 512>(config, params, kvSharing);
+    case 640: return launchInstance<Tag, 640>(config, params, kvSharing);
+    case 768: return launchInstance<Tag, 768>(config, params, kvSharing);
+    case 896: return launchInstance<Tag, 896>(config, params, kvSharing);
+    case 1024: return launchInstance<Tag, 1024>(config, params, kvSharing);
     default: throw std::invalid_argument("no sm90 instance for d_v " + std::to_string(headDimV));
   }
 }
@@ -67,17 +78,20 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   tensors.lseOut = static_cast<float*>(t.lse.data());
   if (table) tensors.slices = table->hostView();
   int exp2Emulated = 0;
+  int kvSharing = 1;
   for (const auto& [knob, value] : c.knobs) {
     if (knob == FFPA_POLICY_EXP2_EMULATION) exp2Emulated = static_cast<int>(value);
+    if (knob == FFPA_POLICY_HOPPER_KV_MULTICAST) kvSharing = ffpa::sm90::kvSharingFor(problem, value != 0);
   }
-  const ffpa::sm90::ForwardCall call = ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated);
+  const ffpa::sm90::ForwardCall call =
+      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing);
   ffpa::sm90::ForwardParams params;
   static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
   params.qMap = call.q;
   params.kMap = call.k;
   params.vMap = call.v;
   const int instance = ffpa::sm90::instanceHeadDimV(problem.headDimV);
-  out.kernel = "sm90.forward d" + std::to_string(instance);
+  out.kernel = "sm90.forward d" + std::to_string(instance) + (kvSharing > 1 ? ".kv2" : "");
   ffpa::emulation::Config config(
       {int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads, params.sharedBytes,
       {{t.q.data(), t.q.size_bytes()},
@@ -87,9 +101,9 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
        {t.lse.data(), t.lse.size_bytes()}});
   config.scheduleSeed = c.scheduleSeed;
   if (c.dtype == DType::bfloat16) {
-    launchFor<ffpa::kernels::Bf16Tag>(instance, config, params);
+    launchFor<ffpa::kernels::Bf16Tag>(instance, config, params, call.kvSharing);
   } else {
-    launchFor<ffpa::kernels::HalfTag>(instance, config, params);
+    launchFor<ffpa::kernels::HalfTag>(instance, config, params, call.kvSharing);
   }
   finishOutcome(c, t, out);
   return out;
@@ -221,6 +235,45 @@ TEST_CASE("sm90 forward: exp2 emulated for 1 to 8 of every 8 column groups compu
       runAndCheckSm90(c);
       ++index;
     }
+  }
+}
+
+TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multicast") {
+  // Each CTA loads half of every K and V tile into both; the pair walks the KV tiles both row
+  // tiles see (top-left causal: the earlier CTA's rows see the extra tile as masked; 150 and 83
+  // rows: an odd number of row tiles, the last CTA past the rows), and a buffer is reloaded only
+  // once both CTAs released it. Every instance, both dtypes, GQA, layouts, tails.
+  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {272, 304}};
+  const int rows[] = {150, 83, 200};
+  int index = 0;
+  for (const auto& dim : dims) {
+    for (DType dtype : {DType::float16, DType::bfloat16}) {
+      AttentionCase c;
+      c.dtype = dtype;
+      c.shape = problem(1, 2, index % 2 ? 1 : 2, rows[index % 3], 100 + 67 * (index % 4), dim[0], dim[1],
+                        kMasks[index % 3]);
+      c.layout = kLayouts[index % 3];
+      c.withLse = index % 4 != 3;
+      c.knobs = {{FFPA_POLICY_HOPPER_KV_MULTICAST, 1}};
+      c.start = 1100 + index;
+      runAndCheckSm90(c, index % 2 == 1);
+      ++index;
+    }
+  }
+  // Rows that see no key (bottom-right, more queries than keys), and seeded schedules in which
+  // one CTA runs far ahead of the other: a producer that does not wait for the other CTA's
+  // release overwrites a tile that CTA still reads.
+  AttentionCase c;
+  c.shape = problem(1, 2, 1, 200, 70, 512, 512, CausalMask::bottom_right);
+  c.dtype = DType::bfloat16;
+  c.knobs = {{FFPA_POLICY_HOPPER_KV_MULTICAST, 1}};
+  c.start = 1120;
+  runAndCheckSm90(c);
+  c.shape = problem(1, 1, 1, 150, 333, 384, 384, CausalMask::top_left);
+  for (const uint64_t seed : {1u, 2u, 3u}) {
+    c.scheduleSeed = seed;
+    c.start = 1120 + seed;
+    runAndCheckSm90(c);
   }
 }
 

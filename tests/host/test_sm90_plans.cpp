@@ -333,6 +333,39 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
   CHECK(describeBackward(deterministic, p).kernel == "sm90.backward.f16.dq512x2.dkdv512x2");
 }
 
+TEST_CASE("K and V multicast: two row tiles share them when the knob asks and the problem allows") {
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  HopperHandle h;
+  CHECK(h.get(FFPA_POLICY_HOPPER_KV_MULTICAST) == 0);
+  const Problem p(FFPA_DATA_TYPE_BFLOAT16, 2, 8, 2, 1000, 777, 512, 512);
+  CHECK(describeForward(h, p).kernel == "sm90.forward.bf16.d512");
+  h.set<int32_t>(FFPA_POLICY_HOPPER_KV_MULTICAST, 1);
+  for (const ffpaCausalMode_t causal : {FFPA_CAUSAL_NONE, FFPA_CAUSAL_TOP_LEFT, FFPA_CAUSAL_BOTTOM_RIGHT}) {
+    const Described d = describeForward(h, p, causal);
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel == "sm90.forward.bf16.d512.kv2");
+    CHECK_HAS(d.config, "cluster=2 columns=256+256 kv=multicast:2 row tiles");
+  }
+  const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 65, 65, 384, 272);
+  CHECK(describeForward(h, p320).kernel == "sm90.forward.f16.d320.kv2");
+  // One row tile has no neighbour to share with; above 512 the clusters split the head dims.
+  const Problem oneTile(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 64, 1000, 512, 512);
+  CHECK(describeForward(h, oneTile).kernel == "sm90.forward.f16.d512");
+  const Problem wide(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 1024, 1024);
+  CHECK(describeForward(h, wide).kernel == "sm90.forward.bf16.d1024");
+  // The environment variable, and the backward, which ignores the knob.
+  ScopedEnvironment on({{"FFPA_HOPPER_KV_MULTICAST", "1"}});
+  Handle fromEnvironment(describedH100());
+  CHECK(fromEnvironment.get(FFPA_POLICY_HOPPER_KV_MULTICAST) == 1);
+  CHECK(describeForward(fromEnvironment, p).kernel == "sm90.forward.bf16.d512.kv2");
+  const Described bwd = describeBackward(h, p);
+  REQUIRE(bwd.status == FFPA_STATUS_SUCCESS);
+  CHECK(bwd.kernel.rfind("sm90.backward", 0) == 0);
+}
+
 TEST_CASE("attention slices: the sm90 forward and gradient kernels serve them") {
   if (!hopperCompiled()) {
     MESSAGE("skipped: this build compiles no sm_90a code");
@@ -350,6 +383,9 @@ TEST_CASE("attention slices: the sm90 forward and gradient kernels serve them") 
   const Described fwd = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
   REQUIRE_MESSAGE(fwd.status == FFPA_STATUS_SUCCESS, fwd.text);
   CHECK(fwd.kernel == "sm90.forward.bf16.d512");
+  // Row tiles of different segments walk different keys: no sharing of K and V with slices.
+  h.set<int32_t>(FFPA_POLICY_HOPPER_KV_MULTICAST, 1);
+  CHECK(describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse).kernel == "sm90.forward.bf16.d512");
   const Described bwd = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
   REQUIRE_MESSAGE(bwd.status == FFPA_STATUS_SUCCESS, bwd.text);
   CHECK(bwd.kernel == "sm90.backward.bf16.dq512x2.dkdv512x2");

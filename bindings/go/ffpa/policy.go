@@ -31,6 +31,7 @@ const (
 	KnobStages                    Knob = C.FFPA_POLICY_STAGES
 	KnobHopperKernels             Knob = C.FFPA_POLICY_HOPPER_KERNELS
 	KnobExp2Emulation             Knob = C.FFPA_POLICY_EXP2_EMULATION
+	KnobHopperKvMulticast         Knob = C.FFPA_POLICY_HOPPER_KV_MULTICAST
 	KnobAutotune                  Knob = C.FFPA_POLICY_AUTOTUNE
 	KnobAutotuneMode              Knob = C.FFPA_POLICY_AUTOTUNE_MODE
 	KnobTunedConfigDir            Knob = C.FFPA_POLICY_TUNED_CONFIG_DIR

@@ -68,6 +68,9 @@ knobs! {
     /// Int32 0-8, default 0: of every 8 softmax exponentials of the Hopper forward, how many an
     /// FMA polynomial computes (env `FFPA_EXP2_EMULATION`).
     EXP2_EMULATION = FFPA_POLICY_EXP2_EMULATION,
+    /// Bool, default false: in the Hopper forward (d_v <= 512, no slices), CTAs of two adjacent row
+    /// tiles share each K and V tile through TMA multicast (env `FFPA_HOPPER_KV_MULTICAST`).
+    HOPPER_KV_MULTICAST = FFPA_POLICY_HOPPER_KV_MULTICAST,
     /// Bool, default false: tune launch configs at run time (env `FFPA_AUTOTUNE`).
     AUTOTUNE = FFPA_POLICY_AUTOTUNE,
     /// Enum [`AutotuneMode`], default `Fast` (env `FFPA_AUTOTUNE_MODE`).

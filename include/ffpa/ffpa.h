@@ -536,8 +536,9 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  CTAs of two adjacent 64-row tiles share each K and V tile: a cluster of two in which each
    *  CTA loads half of every tile with TMA multicast into both, so that the L2 delivers K and V
    *  once per 128 query rows instead of once per 64. Problems of one row tile, sliced problems and
-   *  larger head dims keep one CTA per row tile. A forward another kernel serves ignores it, and
-   *  so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`. */
+   *  larger head dims keep one CTA per row tile. Left at its default, a tuned config or runtime
+   *  autotune may choose it per shape (launch parameter `kv_multicast`). A forward another kernel
+   *  serves ignores it, and so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`. */
   FFPA_POLICY_HOPPER_KV_MULTICAST = 15,
 
   /* --- Tuned configs (values 100-199) --- */

@@ -114,8 +114,9 @@ FFPA_DEVICE void mbarrierArriveCluster(uint32_t barrier) {
 }
 
 // Every thread of every block of the cluster: wait until all have arrived (release / acquire).
+// Not .aligned: a warp may reach it diverged (the producer warp, whose thread 0 alone produced).
 FFPA_DEVICE void clusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
 // --- TMA -------------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ void checkPolicyFitsProblem(const PlanRequest& request) {
 
 Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped,
                        bool mayTune) const {
-  const bool tunable = request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates;
+  // A variant with nothing to tune for this problem (no candidates) plans it untuned.
+  const bool tunable = request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates &&
+                       !variant.candidates(request).empty();
   Plan plan;
   if (tunable && mayTune) {
     std::unique_ptr<CandidateTimer> timer;

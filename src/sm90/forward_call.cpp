@@ -60,6 +60,9 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   copyProblemSizes(p, a);
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
+  // The kernel that shares K and V walks the keys from 0: it serves no slices (kvSharingFor).
+  require(kvSharing == 1 || p.slices == nullptr, FFPA_STATUS_INTERNAL_ERROR,
+          "the sm90 forward shares K and V between row tiles only without attention slices");
   call.kvSharing = kvSharing;
   call.clusterSize = kvSharing > 1 ? kvSharing : clusterSizeFor(a.headDimV);
   forwardLayout(a);

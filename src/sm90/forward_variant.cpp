@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/kernel_attributes.h"
 #include "core/launch_grid.h"
+#include "core/logging.h"
+#include "sm80/resolve_common.h"
 
 #include "ffpa_build_config.h"
 
@@ -73,6 +75,23 @@ uint32_t sharedBytesOf(const AttentionProblem& problem) {
   return forwardLayout(a);
 }
 
+// Whether two row tiles share K and V (kvSharingFor): the caller's FFPA_POLICY_HOPPER_KV_MULTICAST
+// when set, else the autotune candidate or the device's tuned config ("kv_multicast": 0 or 1), else
+// the knob's default. Appends where the value came from to `notes`.
+bool kvMulticastOf(const PlanRequest& r, std::string& notes) {
+  bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
+  if (const auto config = sm80::launchConfigFor(r, kForwardVariantName, notes)) {
+    const std::string ignored = sm80::applyLaunchConfig(
+        *config, r.policy,
+        {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }}});
+    if (!ignored.empty()) {
+      logMessage(r.policy.logLevel(), FFPA_LOG_LEVEL_WARNING,
+                 cat("tuned config for ", describe(r.problem), ": ignored ", ignored));
+    }
+  }
+  return multicast;
+}
+
 // What the planner decided, or why not.
 struct Resolution {
   Support support;
@@ -95,7 +114,9 @@ Resolution resolve(const PlanRequest& r) {
   if (!compiled()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
   if (std::string why = forwardRefusal(problem); !why.empty()) return notApplicable(std::move(why));
   Resolution d;
-  d.instance = findInstance(problem, kvSharingFor(problem, r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST)));
+  // Only where sharing can apply does a launch config decide anything (and get named in the plan).
+  const bool multicast = kvSharingFor(problem, true) > 1 && kvMulticastOf(r, d.notes);
+  d.instance = findInstance(problem, kvSharingFor(problem, multicast));
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
   const uint32_t shared = sharedBytesOf(problem);
@@ -113,6 +134,13 @@ Resolution resolve(const PlanRequest& r) {
 }
 
 Support supports(const PlanRequest& r) { return resolve(r).support; }
+
+// Runtime autotune's search space: K and V shared by two row tiles or not, where sharing applies
+// (none elsewhere: nothing to tune).
+std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+  if (kvSharingFor(r.problem, true) == 1) return {};
+  return {{{"kv_multicast", 0}}, {{"kv_multicast", 1}}};
+}
 
 Plan plan(const PlanRequest& r) {
   const Resolution d = resolve(r);
@@ -168,7 +196,7 @@ std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvShari
 }
 
 void registerForwardVariant(KernelRegistry& registry) {
-  registry.add({kForwardVariantName, Direction::Forward, 200, false, supports, plan, nullptr});
+  registry.add({kForwardVariantName, Direction::Forward, 200, false, supports, plan, candidates});
 }
 
 }  // namespace ffpa::sm90

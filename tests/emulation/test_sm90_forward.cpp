@@ -275,6 +275,17 @@ TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multica
     c.start = 1120 + seed;
     runAndCheckSm90(c);
   }
+  // d_qk of one 64-column block: rank 1 loads no K box (rank 0 multicasts all of K), and d_qk 16
+  // leaves most of that block to TMA's zero fill.
+  for (const int dqk : {64, 16}) {
+    c.shape = problem(1, 2, 1, 140, 200, dqk, 320, CausalMask::bottom_right);
+    c.dtype = dqk == 64 ? DType::float16 : DType::bfloat16;
+    for (const uint64_t seed : {0u, 5u}) {
+      c.scheduleSeed = seed;
+      c.start = 1130 + dqk + seed;
+      runAndCheckSm90(c);
+    }
+  }
 }
 
 TEST_CASE("sm90 forward with attention slices: packed batches, shared prefixes, windows, uncovered rows and keys") {

@@ -2,9 +2,15 @@
 // where they apply, the reference serves the rest, a rejected knob combination fails instead of
 // falling back, and the reference-backend policy overrides everything.
 #include "core/error.h"
+#include "core/kernel_registry.h"
 #include "core/planner.h"
 
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
 
 using namespace ffpa;
 
@@ -257,4 +263,66 @@ TEST_CASE("runtime autotune waits when planning may not run kernels, and is off 
   const Plan reference = planner.plan({problem(128), policy, device, nullptr});
   CHECK(reference.kernel == "test.reference");
   CHECK(reference.config == "reference");
+}
+
+TEST_CASE("runtime autotune leaves a problem untuned when its variant has no candidates for it") {
+  KernelRegistry registry;
+  registry.add({"test.reference", Direction::Forward, 0, true, [](const PlanRequest&) { return Support::applies(); },
+                [](const PlanRequest&) { return dummyPlan("reference", 1000); }, {}});
+  registry.add({"test.fixed", Direction::Forward, 10, false, [](const PlanRequest&) { return Support::applies(); },
+                [](const PlanRequest&) { return dummyPlan("fixed", 0); },
+                [](const PlanRequest& q) {
+                  // Something to tune above 256 only.
+                  return q.problem.headDimQk > 256 ? std::vector<tuning::LaunchConfig>{{{"speed", 2}}}
+                                                   : std::vector<tuning::LaunchConfig>{};
+                }});
+  int timersMade = 0;
+  const Planner planner(registry, fakeTimers(&timersMade));
+  Policy policy;
+  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
+  const Plan small = planner.plan({problem(128), policy, hopper(), nullptr});
+  CHECK(small.config == "fixed");
+  CHECK(small.tuned == nullptr);
+  CHECK(timersMade == 0);
+  const Plan large = planner.plan({problem(512), policy, hopper(), nullptr});
+  CHECK(timersMade == 1);
+  REQUIRE(large.tuned != nullptr);
+}
+
+TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two row tiles against one CTA each") {
+  const KernelRegistry& registry = builtinKernels();
+  const auto sm90 = std::find_if(registry.variants().begin(), registry.variants().end(),
+                                 [](const KernelVariant& v) { return v.name == "sm90.forward"; });
+  REQUIRE(sm90 != registry.variants().end());
+  Policy policy;
+  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
+  // Packed [B, H, N, D] tensors, whose strides TMA can address.
+  const auto packed = [](int64_t headDim) {
+    AttentionProblem p = problem(headDim);
+    const Strides qko = {p.headsQ * p.seqQ * headDim, p.seqQ * headDim, headDim, 1};
+    p.q = p.k = p.v = p.o = qko;
+    p.lse = {p.headsQ * p.seqQ, p.seqQ, 1, 0};
+    return p;
+  };
+  const AttentionProblem p = packed(512);
+  const PlanRequest request{p, policy, hopper(), nullptr};
+  if (const Support support = sm90->supports(request); support.verdict != Support::Verdict::Applies) {
+    MESSAGE("skipped: " << support.reason);
+    return;
+  }
+  const std::vector<tuning::LaunchConfig> candidates = sm90->candidates(request);
+  CHECK(candidates == std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}}, {{"kv_multicast", 1}}});
+  // Sharing is faster on this timer: the plan and its tuned entry share K and V.
+  class SharingFaster : public CandidateTimer {
+   public:
+    double milliseconds(const Plan& plan) override { return plan.config.find("kv=multicast") != std::string::npos ? 1 : 2; }
+  };
+  const Planner planner(registry, [](const PlanRequest&) { return std::make_unique<SharingFaster>(); });
+  const Plan tuned = planner.plan(request);
+  CHECK(tuned.kernel == "sm90.forward.f16.d512.kv2");
+  REQUIRE(tuned.tuned != nullptr);
+  CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 1}});
+  // Above 512 (clusters that split the head dims) the Hopper forward has nothing to tune.
+  const AttentionProblem wide = packed(1024);
+  CHECK(sm90->candidates({wide, policy, hopper(), nullptr}).empty());
 }

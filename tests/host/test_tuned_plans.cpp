@@ -24,7 +24,9 @@ class ConfigDirectory {
     std::filesystem::create_directories(path_);
   }
   ~ConfigDirectory() { std::filesystem::remove_all(path_); }
-  void write(const std::string& text) const { std::ofstream(path_ / "Described_A100.json") << text; }
+  void write(const std::string& text, const char* file = "Described_A100.json") const {
+    std::ofstream(path_ / file) << text;
+  }
   std::string path() const { return path_.string(); }
 
  private:
@@ -35,9 +37,9 @@ void setDirectory(Handle& h, const std::string& dir) {
   REQUIRE_OK(ffpaSetPolicy(h, FFPA_POLICY_TUNED_CONFIG_DIR, dir.c_str(), dir.size() + 1));
 }
 
-std::string fileWith(const std::string& entries) {
-  return R"({"schema_version": 1, "device": {"name": "Described A100", "compute_capability": "8.0"},
-             "autotune_mode": "fast", "entries": [)" + entries + "]}";
+std::string fileWith(const std::string& entries, const char* device = R"("Described A100", "compute_capability": "8.0")") {
+  return std::string(R"({"schema_version": 1, "device": {"name": )") + device +
+         R"(}, "autotune_mode": "fast", "entries": [)" + entries + "]}";
 }
 
 const char* const kForwardEntry = R"({"direction": "forward", "kernel": "sm80.forward", "dtype": "fp16",
@@ -114,4 +116,32 @@ TEST_CASE("tuned configs: knobs the caller set win; the skip knob and bad files 
   CHECK_HAS(partly, "stages=2");   // 9 stages are not compiled
   CHECK_HAS(partly, "qk_step=64");  // 24 is no multiple of 16
   CHECK_HAS(partly, "v_step=32");
+}
+
+TEST_CASE("tuned configs: the Hopper forward takes kv_multicast from its entry unless the caller set the knob") {
+  if (!buildListHas("architectures", "90a")) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  ConfigDirectory dir("hopper");
+  dir.write(fileWith(R"({"direction": "forward", "kernel": "sm90.forward", "dtype": "bf16", "head_dim": 512,
+    "seqlen_q": 4096, "seqlen_kv": 4096, "config": {"kv_multicast": 1}})",
+                     R"("Described H100", "compute_capability": "9.0")"),
+            "Described_H100.json");
+  const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, 512, 512);
+  Handle tuned;  // a described H100
+  setDirectory(tuned, dir.path());
+  const Described d = describeForward(tuned, p);
+  REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+  CHECK(d.kernel == "sm90.forward.bf16.d512.kv2");
+  CHECK_HAS(d.config, "tuned(Described_H100.json: forward bf16 d=512 Nq=4096 Nkv=4096)");
+  // Set by the caller, the knob wins; a shape sharing cannot serve (one row tile) never names it.
+  Handle set;
+  setDirectory(set, dir.path());
+  set.set<int32_t>(FFPA_POLICY_HOPPER_KV_MULTICAST, 0);
+  CHECK(describeForward(set, p).kernel == "sm90.forward.bf16.d512");
+  const Problem oneTile(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 64, 3000, 512, 512);
+  const Described single = describeForward(tuned, oneTile);
+  CHECK(single.kernel == "sm90.forward.bf16.d512");
+  CHECK_LACKS(single.config, "tuned(");
 }

@@ -689,8 +689,9 @@ impl ffpaPolicyKnob {
     #[doc = "  CTAs of two adjacent 64-row tiles share each K and V tile: a cluster of two in which each"]
     #[doc = "  CTA loads half of every tile with TMA multicast into both, so that the L2 delivers K and V"]
     #[doc = "  once per 128 query rows instead of once per 64. Problems of one row tile, sliced problems and"]
-    #[doc = "  larger head dims keep one CTA per row tile. A forward another kernel serves ignores it, and"]
-    #[doc = "  so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`."]
+    #[doc = "  larger head dims keep one CTA per row tile. Left at its default, a tuned config or runtime"]
+    #[doc = "  autotune may choose it per shape (launch parameter `kv_multicast`). A forward another kernel"]
+    #[doc = "  serves ignores it, and so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`."]
     pub const FFPA_POLICY_HOPPER_KV_MULTICAST: ffpaPolicyKnob = ffpaPolicyKnob(15);
 }
 impl ffpaPolicyKnob {

@@ -182,6 +182,10 @@ void wait(Waiting what, Site site);
 // shared memory of the cluster address `address` (16 bytes there must be valid); fails otherwise.
 std::pair<Block*, uint32_t> clusterTarget(uint32_t address, uint32_t bytes, const char* what, Site site);
 
+// Fails (naming `what`) when every thread of `target`, a block of the calling block's cluster, has
+// exited: on the GPU its shared memory and mbarriers are gone.
+void checkNotExited(const Block& target, const char* what, Site site);
+
 // Makes a waiting thread runnable again, after the threads already queued.
 void release(Block& block, int thread);
 // Under a seeded schedule (Config::scheduleSeed), lets the scheduler run other threads before

@@ -20,7 +20,19 @@ std::pair<Block*, uint32_t> clusterTarget(uint32_t address, uint32_t bytes, cons
              std::to_string(block.config.sharedBytes) + " bytes of shared memory",
          site);
   }
-  return {cluster.blocks[rank].get(), offset};
+  Block& target = *cluster.blocks[rank];
+  checkNotExited(target, what, site);
+  return {&target, offset};
+}
+
+void checkNotExited(const Block& target, const char* what, Site site) {
+  for (const auto& thread : target.threads) {
+    if (!thread->exited) return;
+  }
+  fail(std::string(what) + " reaches block rank " + std::to_string(target.rank) +
+           ", whose threads have all exited (a block must stay until no other block of its cluster "
+           "can reach its shared memory: a cluster barrier before exit)",
+       site);
 }
 
 }  // namespace ffpa::emulation

@@ -312,7 +312,9 @@ void tmaLoad4dMulticast(uint32_t shared, const ffpa::sm90::TensorMapSpec* map, i
                     site);
   }
   for (std::size_t rank = 0; rank < blocks.size(); ++rank) {
-    if (ctaMask >> rank & 1u) queueTensorCopy(*blocks[rank], shared, map, c0, c1, c2, c3, barrier, site);
+    if (!(ctaMask >> rank & 1u)) continue;
+    emulation::checkNotExited(*blocks[rank], "TMA multicast", site);
+    queueTensorCopy(*blocks[rank], shared, map, c0, c1, c2, c3, barrier, site);
   }
 }
 

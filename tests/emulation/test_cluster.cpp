@@ -138,6 +138,25 @@ TEST_CASE("clusters: mapped addresses, cluster sizes and deadlocks are checked")
     clusterSync();
   };
   CHECK_THROWS_WITH_AS(launch(clustered({{4}, 32, 64}, 2), oneFails), Contains("block (1,0,0)"), KernelError);
+  // Rank 1 leaves once it has arrived on rank 0's barrier, before rank 0 arrives on its own: on
+  // the GPU that arrival reaches shared memory that is gone (a cluster barrier before exit
+  // prevents it).
+  const auto leavesEarly = [] {
+    const uint32_t base = sharedAddress(sharedMemory());
+    if (threadIndex() == 0) {
+      mbarrierInit(base + 32, 32);
+      fenceBarrierInit();
+    }
+    clusterSync();
+    if (clusterRank() == 1) {
+      mbarrierArriveCluster(mapShared(base + 32, 0));
+      return;
+    }
+    mbarrierWaitCluster(base + 32, 0);
+    mbarrierArriveCluster(mapShared(base + 32, 1));
+  };
+  CHECK_THROWS_WITH_AS(launch(clustered({{2}, 32, 64}, 2), leavesEarly),
+                       Contains("reaches block rank 1, whose threads have all exited"), KernelError);
   CHECK_THROWS_AS(launch(clustered({{3}, 32, 64}, 2), [] {}), std::invalid_argument);
   CHECK_THROWS_AS(launch(clustered({{16}, 32, 64}, 16), [] {}), std::invalid_argument);
 }

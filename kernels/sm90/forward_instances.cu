@@ -8,19 +8,21 @@ namespace {
 using ffpa::kernels::Bf16Tag;
 using ffpa::kernels::HalfTag;
 
+// The fp16 and bf16 instances of one kernel, the __global__ functions taken as plain addresses.
+void appendBoth(ForwardInstanceList& out, int headDimV, void (*half)(ForwardParams), void (*bf16)(ForwardParams),
+                int kvSharing) {
+  out.push_back({headDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(half), kvSharing});
+  out.push_back({headDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(bf16), kvSharing});
+}
+
 // d_v <= 512: one CTA per row tile, and the pair of CTAs that share K and V.
 template <int kHeadDimV>
 void append(ForwardInstanceList& out) {
   using ffpa::kernels::sm90::forwardKernel;
   using ffpa::kernels::sm90::kvSharingForwardKernel;
-  out.push_back(
-      {kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&forwardKernel<HalfTag, kHeadDimV>), 1});
-  out.push_back(
-      {kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&forwardKernel<Bf16Tag, kHeadDimV>), 1});
-  out.push_back({kHeadDimV, FFPA_DATA_TYPE_FLOAT16,
-                 reinterpret_cast<const void*>(&kvSharingForwardKernel<HalfTag, kHeadDimV>), kKvSharingCtas});
-  out.push_back({kHeadDimV, FFPA_DATA_TYPE_BFLOAT16,
-                 reinterpret_cast<const void*>(&kvSharingForwardKernel<Bf16Tag, kHeadDimV>), kKvSharingCtas});
+  appendBoth(out, kHeadDimV, &forwardKernel<HalfTag, kHeadDimV>, &forwardKernel<Bf16Tag, kHeadDimV>, 1);
+  appendBoth(out, kHeadDimV, &kvSharingForwardKernel<HalfTag, kHeadDimV>, &kvSharingForwardKernel<Bf16Tag, kHeadDimV>,
+             kKvSharingCtas);
 }
 
 // d_v > 512: the cluster-of-two kernel (sm90/forward_params.h).
@@ -28,10 +30,7 @@ template <int kHeadDimV>
 void appendClustered(ForwardInstanceList& out) {
   static_assert(clusterSizeFor(kHeadDimV) == kMaxClusterSize, "clusters serve d_v above 512");
   using ffpa::kernels::sm90::clusterForwardKernel;
-  out.push_back(
-      {kHeadDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<HalfTag, kHeadDimV>), 1});
-  out.push_back(
-      {kHeadDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(&clusterForwardKernel<Bf16Tag, kHeadDimV>), 1});
+  appendBoth(out, kHeadDimV, &clusterForwardKernel<HalfTag, kHeadDimV>, &clusterForwardKernel<Bf16Tag, kHeadDimV>, 1);
 }
 
 }  // namespace

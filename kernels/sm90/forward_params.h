@@ -13,8 +13,8 @@
 // Key sharing (FFPA_POLICY_HOPPER_KV_MULTICAST; d_v <= 512, no attention slices): every CTA reads
 // whole K and V tiles of its (batch, head), 4 d bytes per key, for 64 query rows: 64 FLOPs per byte
 // the L2 delivers: 7.3 TB/s at the 466 TFLOPS measured at d = 512 on an H100, a rate at which the
-// L2 rather than the tensor cores may set the pace. So the CTAs of two adjacent 64-row tiles form a cluster of two: each
-// producer loads half of the 64-column blocks of every K and V tile (rank r the blocks b with
+// L2 rather than the tensor cores may set the pace. So the CTAs of two adjacent 64-row tiles form
+// a cluster of two: each producer loads half of the 64-column blocks of every K and V tile (rank r the blocks b with
 // b % 2 == r) with TMA multicast, which lands each box in both CTAs, and announces the whole tile's
 // bytes on its own full barrier. The pair walks the KV tiles both of its row tiles see (under a
 // causal mask the later rows see more: the earlier CTA's rows see the extra tile as masked), and a

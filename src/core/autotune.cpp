@@ -41,9 +41,9 @@ tuning::TunedEntry entryFor(const KernelVariant& variant, const PlanRequest& r, 
 
 }  // namespace
 
-Plan autotune(const KernelVariant& variant, const PlanRequest& request, CandidateTimer& timer) {
+Plan autotune(const KernelVariant& variant, const PlanRequest& request, std::vector<tuning::LaunchConfig> candidates,
+              CandidateTimer& timer) {
   const ffpaLogLevel_t level = request.policy.logLevel();
-  std::vector<tuning::LaunchConfig> candidates = variant.candidates(request);
   candidates.insert(candidates.begin(), tuning::LaunchConfig{});  // the built-in defaults
   std::optional<Plan> best;
   tuning::LaunchConfig bestConfig;

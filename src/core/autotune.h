@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace ffpa {
 
@@ -30,9 +31,10 @@ using TimerFactory = std::function<std::unique_ptr<CandidateTimer>(const PlanReq
 // finite values, one warm-up call, then the median of 3 (fast) or 5 (max) calls.
 TimerFactory deviceTimers();
 
-// Tunes `request` with `variant`'s candidates, which must not be empty. Candidates the variant
-// refuses or that fail to run are skipped; the defaults (an empty config) always take part.
+// Tunes `request` with `candidates`, `variant`'s for it (KernelVariant::candidates). Candidates the
+// variant refuses or that fail to run are skipped; the defaults (an empty config) always take part.
 // Returns the fastest plan, with " autotuned(...)" in its config and its tuned entry attached.
-Plan autotune(const KernelVariant& variant, const PlanRequest& request, CandidateTimer& timer);
+Plan autotune(const KernelVariant& variant, const PlanRequest& request, std::vector<tuning::LaunchConfig> candidates,
+              CandidateTimer& timer);
 
 }  // namespace ffpa

@@ -5,6 +5,8 @@
 #include "core/workspace_layout.h"
 
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace ffpa {
 namespace {
@@ -23,8 +25,11 @@ void checkPolicyFitsProblem(const PlanRequest& request) {
 Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped,
                        bool mayTune) const {
   // A variant with nothing to tune for this problem (no candidates) plans it untuned.
-  const bool tunable = request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates &&
-                       !variant.candidates(request).empty();
+  std::vector<tuning::LaunchConfig> candidates;
+  if (request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates) {
+    candidates = variant.candidates(request);
+  }
+  const bool tunable = !candidates.empty();
   Plan plan;
   if (tunable && mayTune) {
     std::unique_ptr<CandidateTimer> timer;
@@ -37,7 +42,7 @@ Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request,
                  cat("autotune: ", describe(request.problem), ": ", why, "; using the untuned plan"));
     }
     if (timer) {
-      plan = autotune(variant, request, *timer);
+      plan = autotune(variant, request, std::move(candidates), *timer);
     } else {
       plan = variant.plan(request);
       plan.config += cat(" autotune(off: ", why, ")");

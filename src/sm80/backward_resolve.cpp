@@ -1,7 +1,6 @@
 #include "sm80/backward_resolve.h"
 
 #include "core/error.h"
-#include "core/logging.h"
 #include "core/slice_table.h"
 #include "ffpa_build_config.h"
 #include "sm80/backward_variant.h"
@@ -82,13 +81,7 @@ BackwardResolution resolveBackward(const PlanRequest& r) {
   c.shareSmem = policy.flag(FFPA_POLICY_QKV_SMEM_SHARE);
   c.persistQueryRows = policy.flag(FFPA_POLICY_PERSIST_Q_G2S);
   // A tuned config (or autotune candidate) sets what the caller left at its default.
-  if (const auto config = launchConfigFor(r, kBackwardVariantName, d.notes)) {
-    const std::string ignored = applyLaunchConfig(*config, policy, backwardLaunchParameters(c));
-    if (!ignored.empty()) {
-      logMessage(policy.logLevel(), FFPA_LOG_LEVEL_WARNING, cat("tuned config for ", describe(problem),
-                                                                ": ignored ", ignored));
-    }
-  }
+  applyTunedConfig(r, kBackwardVariantName, backwardLaunchParameters(c), d.notes);
 
   BackwardParams& p = d.layout;
   const int qk = static_cast<int>(problem.headDimQk), v = static_cast<int>(problem.headDimV);

@@ -2,7 +2,6 @@
 
 #include "core/descriptors.h"
 #include "core/error.h"
-#include "core/logging.h"
 #include "core/slice_table.h"
 #include "ffpa_build_config.h"
 #include "sm80/forward_variant.h"
@@ -128,13 +127,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && problem.headDimQk <= 256 &&
                 problem.headDimV <= 256;
   // A tuned config (or autotune candidate) sets what the caller left at its default.
-  if (const auto config = launchConfigFor(r, kForwardVariantName, d.notes)) {
-    const std::string ignored = applyLaunchConfig(*config, policy, forwardLaunchParameters(c, problem, qInRegisters));
-    if (!ignored.empty()) {
-      logMessage(policy.logLevel(), FFPA_LOG_LEVEL_WARNING, cat("tuned config for ", describe(problem),
-                                                                ": ignored ", ignored));
-    }
-  }
+  applyTunedConfig(r, kForwardVariantName, forwardLaunchParameters(c, problem, qInRegisters), d.notes);
 
   ForwardParams& p = d.layout;
   p.headDimQk = static_cast<int32_t>(problem.headDimQk);

@@ -120,4 +120,15 @@ std::string applyLaunchConfig(const tuning::LaunchConfig& config, const Policy& 
   return ignored;
 }
 
+void applyTunedConfig(const PlanRequest& r, const char* kernel, const std::vector<LaunchParameter>& parameters,
+                      std::string& notes) {
+  const std::optional<tuning::LaunchConfig> config = launchConfigFor(r, kernel, notes);
+  if (!config) return;
+  const std::string ignored = applyLaunchConfig(*config, r.policy, parameters);
+  if (!ignored.empty()) {
+    logMessage(r.policy.logLevel(), FFPA_LOG_LEVEL_WARNING,
+               cat("tuned config for ", describe(r.problem), ": ignored ", ignored));
+  }
+}
+
 }  // namespace ffpa::sm80

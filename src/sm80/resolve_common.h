@@ -65,4 +65,9 @@ struct LaunchParameter {
 std::string applyLaunchConfig(const tuning::LaunchConfig& config, const Policy& policy,
                               const std::vector<LaunchParameter>& parameters);
 
+// The launch config of `request` (launchConfigFor) applied to `parameters` (applyLaunchConfig),
+// with a warning naming what was ignored; nothing without a config.
+void applyTunedConfig(const PlanRequest& request, const char* kernel, const std::vector<LaunchParameter>& parameters,
+                      std::string& notes);
+
 }  // namespace ffpa::sm80

@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "core/kernel_attributes.h"
 #include "core/launch_grid.h"
-#include "core/logging.h"
 #include "sm80/resolve_common.h"
 
 #include "ffpa_build_config.h"
@@ -80,15 +79,10 @@ uint32_t sharedBytesOf(const AttentionProblem& problem) {
 // the knob's default. Appends where the value came from to `notes`.
 bool kvMulticastOf(const PlanRequest& r, std::string& notes) {
   bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
-  if (const auto config = sm80::launchConfigFor(r, kForwardVariantName, notes)) {
-    const std::string ignored = sm80::applyLaunchConfig(
-        *config, r.policy,
-        {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }}});
-    if (!ignored.empty()) {
-      logMessage(r.policy.logLevel(), FFPA_LOG_LEVEL_WARNING,
-                 cat("tuned config for ", describe(r.problem), ": ignored ", ignored));
-    }
-  }
+  sm80::applyTunedConfig(
+      r, kForwardVariantName,
+      {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }}},
+      notes);
   return multicast;
 }
 

@@ -105,6 +105,11 @@ FFPA_DEVICE float shuffleXor(float value, int laneMask) {
   return __shfl_xor_sync(0xffffffffu, value, laneMask);
 }
 
+// Whether `predicate` holds in every lane of the warp, or in any: a value the whole warp agrees
+// on, for branches that must not diverge.
+FFPA_DEVICE bool warpAll(bool predicate) { return __all_sync(0xffffffffu, predicate); }
+FFPA_DEVICE bool warpAny(bool predicate) { return __any_sync(0xffffffffu, predicate); }
+
 // bar.sync on barrier `id` (1..15; 0 is __syncthreads) for `threads` threads (a multiple of 32):
 // synchronizes a group of warps without stopping the rest of the block.
 FFPA_DEVICE void namedBarrier(int id, int threads) {
@@ -120,7 +125,8 @@ FFPA_DEVICE float exp2Approx(float x) {
   return y;
 }
 
-// 2^x for x <= 0 on the FMA pipes (seed 004's exp2 emulation): 2^x = 2^n * 2^f with n = floor(x)
+// 2^x for x <= 8 on the FMA pipes (seed 004's exp2 emulation; the Hopper forward's exponents reach
+// its rescale threshold of 8): 2^x = 2^n * 2^f with n = floor(x)
 // and f in [0, 1), 2^f by the polynomial of common/exp2_polynomial.h, 2^n added to the exponent
 // bits. x < -126 (and -inf) gives exactly 0, as a masked score must; NaN stays NaN (the
 // conversion of NaN to an integer gives 0).

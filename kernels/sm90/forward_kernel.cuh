@@ -9,7 +9,9 @@
 //               rescale O0; [V full] O0[64, C0] += P V[:, 0:C0] -> V empty
 //   consumer 1: [P full slot] rescale O1; [V full] O1[64, C1] += P V[:, C0:] -> V empty, P empty
 // K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1).
-// Scores are kept in the log2 domain (scaled by softmax scale * log2 e).
+// Scores are kept in the log2 domain (scaled by softmax scale * log2 e). A warp masks them only
+// where one of its rows may not see the whole tile, and O is rescaled only when a row's reference
+// maximum moves (kRescaleThreshold): both decided per warp, as consumer 0's softmax paces the CTA.
 //
 // With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
 // query segment, and KV tile j is tile j of its walk over the keys of each slice covering the
@@ -158,6 +160,32 @@ struct ForwardKernel {
     }
   }
 
+  // How far (log2 units) a tile's row maximum may exceed the row's reference maximum before the
+  // reference moves and O is rescaled (FlashAttention-4's conditional rescaling): P values stay
+  // below 2^8, within fp16 and bf16 alike, and O is rescaled a few times per row, not per tile.
+  static constexpr float kRescaleThreshold = 8.0f;
+
+  // Scales the thread's scores of a tile to log2 units and takes the maxima of its two rows;
+  // kMask: scores of keys outside a row's `visible` keys become -inf first.
+  template <bool kMask>
+  static FFPA_DEVICE void scaleAndMax(float (&score)[kTileRegisters], float (&tileMax)[2], float scaleLog2,
+                                      const VisibleKeys (&visible)[2], int firstKey, const Lane& me) {
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      tileMax[half] = kNegativeInfinity;
+      #pragma unroll
+      for (int j = 0; j < kKeys / 8; ++j) {
+        #pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& value = score[4 * j + 2 * half + e];
+          value *= scaleLog2;
+          if (kMask && !visible[half].holds(firstKey + me.column(j, e))) value = kNegativeInfinity;
+          tileMax[half] = fmaxf(tileMax[half], value);
+        }
+      }
+    }
+  }
+
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------
 
   // kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0), a separate copy so
@@ -182,34 +210,42 @@ struct ForwardKernel {
         if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
-      // Online softmax: mask, scale to log2 units, new row maxima over the 4 lanes of a row.
-      float factor[2];
+      // Online softmax: scale to log2 units, mask, new row maxima over the 4 lanes of a row. The
+      // warp masks only where one of its rows may not see every key of the tile (its diagonal
+      // tiles under a causal mask, a last tile past seqKv, slices): one branch for its 16 rows.
+      VisibleKeys visible[2];
+      bool whole = true;
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const VisibleKeys visible = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
-        float tileMax = kNegativeInfinity;
+        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
+        whole = whole && visible[half].begin <= keys.firstKey && visible[half].end >= keys.firstKey + kKeys;
+      }
+      float tileMax[2];
+      if (warpAll(whole)) {
+        scaleAndMax<false>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);
+      } else {
+        scaleAndMax<true>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);
+      }
+      float factor[2];
+      bool moved = false;  // whether a row of this thread moved its reference maximum
+      #pragma unroll
+      for (int half = 0; half < 2; ++half) {
         #pragma unroll
-        for (int j = 0; j < kKeys / 8; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int key = keys.firstKey + 8 * j + 2 * me.quad + e;
-            float& value = score[4 * j + 2 * half + e];
-            value = visible.holds(key) ? value * p.scaleLog2 : kNegativeInfinity;
-            tileMax = value > tileMax ? value : tileMax;
-          }
-        }
-        #pragma unroll
-        for (int mask = 1; mask <= 2; mask <<= 1) {
-          const float other = shuffleXor(tileMax, mask);
-          tileMax = other > tileMax ? other : tileMax;
-        }
-        const float newMax = tileMax > max[half] ? tileMax : max[half];
+        for (int mask = 1; mask <= 2; mask <<= 1) tileMax[half] = fmaxf(tileMax[half], shuffleXor(tileMax[half], mask));
+        // The row's reference maximum moves only when the tile's exceeds it by more than
+        // kRescaleThreshold (from -inf, at the first visible key): scores are exponentiated
+        // against the reference, so an exponential is at most 2^kRescaleThreshold, and O and the
+        // row sum, both relative to the same reference, need rescaling only when it moves.
+        const bool moves = tileMax[half] > max[half] + kRescaleThreshold;
+        const float newMax = moves ? tileMax[half] : max[half];
         // A row that has seen no visible key keeps max -inf: exponentiate against 0 so that its
         // scores give exp2(-inf) = 0, never -inf - -inf = NaN.
         const float base = newMax == kNegativeInfinity ? 0.0f : newMax;
-        factor[half] = exp2Approx(max[half] - base);
+        factor[half] = moves ? exp2Approx(max[half] - base) : 1.0f;
+        moved = moved || moves;
         max[half] = newMax;
-        float tileSum = 0.0f;
+        // Two partial sums: half the chain of dependent additions.
+        float tileSum[2] = {0.0f, 0.0f};
         #pragma unroll
         for (int j = 0; j < kKeys / 8; ++j) {
           #pragma unroll
@@ -221,10 +257,10 @@ struct ForwardKernel {
             } else {
               value = exp2Approx(value - base);
             }
-            tileSum += value;
+            tileSum[e] += value;
           }
         }
-        sum[half] = sum[half] * factor[half] + tileSum;
+        sum[half] = sum[half] * factor[half] + (tileSum[0] + tileSum[1]);
       }
 
       // P (16-bit) and the row scales to slot tile % 2, once consumer 1 is done with tile - 2.
@@ -242,7 +278,9 @@ struct ForwardKernel {
       // P is in shared memory: `score` is free for the next tile's S. In a cluster, S(j + 1) is
       // issued before O0 += P V(j), so that its partial travels to the other CTA while P V runs
       // (the round trip would otherwise stand between every tile's S and its softmax).
-      rescale<kColumns0>(o, factor);
+      // O is rescaled only when a row of the warp moved its reference maximum (rarely after the
+      // first tiles): 128 multiplications fewer on most tiles, in the warp that paces the CTA.
+      if (warpAny(moved)) rescale<kColumns0>(o, factor);
       const bool next = tile + 1 < at.tiles;
       // After the last tile the group of S is an empty one: the wgmma sequence stays the same on
       // every iteration, which ptxas needs to keep the two groups in flight together.
@@ -303,7 +341,7 @@ struct ForwardKernel {
       const int slot = tile & 1;
       mbarrierWait(s.barrier(kPFull0 + slot), (tile / 2) & 1);
       const float factor[2] = {s.rowScale[slot * kRows + me.row(0)], s.rowScale[slot * kRows + me.row(1)]};
-      rescale<kColumns1>(o, factor);
+      if (warpAny(factor[0] != 1.0f || factor[1] != 1.0f)) rescale<kColumns1>(o, factor);
       mbarrierWait(s.barrier(kVFull), tile & 1);
       accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes,
                                            s.v + (kColumns0 / kBlockColumns) * kBlockBytes);

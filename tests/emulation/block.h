@@ -96,7 +96,9 @@ enum class Collective {
   MmaF32Half,
   MmaF32Bf16,
   MmaF16,
-  ShuffleXor
+  ShuffleXor,
+  VoteAll,
+  VoteAny
 };
 const char* collectiveName(Collective collective);
 

@@ -123,6 +123,8 @@ void mmaF16(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2],
             const uint32_t (&c)[2], emulation::Site site = emulation::Site::here());
 
 float shuffleXor(float value, int laneMask, emulation::Site site = emulation::Site::here());
+bool warpAll(bool predicate, emulation::Site site = emulation::Site::here());
+bool warpAny(bool predicate, emulation::Site site = emulation::Site::here());
 
 void namedBarrier(int id, int threads, emulation::Site site = emulation::Site::here());
 void blockBarrier(emulation::Site site = emulation::Site::here());

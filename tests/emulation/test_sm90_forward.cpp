@@ -238,6 +238,42 @@ TEST_CASE("sm90 forward: exp2 emulated for 1 to 8 of every 8 column groups compu
   }
 }
 
+TEST_CASE("sm90 forward: scores that grow along the keys move the rows' reference maxima, some rows of a warp only") {
+  // Key i scaled by 1 + i / 6: a tile's row maximum keeps passing the row's reference by more than
+  // the rescale threshold (2^8), so O and the row sums are rescaled many times; query rows scaled
+  // by 1, 0.05 or 0 in turn: within a warp some rows move their reference and others never do (a
+  // row of zeros sees equal scores), so a consumer that rescales all rows or none, or skips the
+  // rescale a row needs, fails. One CTA, K and V shared by two, and a cluster of two.
+  const auto growing = [](ForwardTensors& t) {
+    const int64_t* k = t.k.layout().dims;
+    for (int64_t b = 0; b < k[0]; ++b)
+      for (int64_t h = 0; h < k[1]; ++h)
+        for (int64_t n = 0; n < k[2]; ++n)
+          for (int64_t d = 0; d < k[3]; ++d) t.k.set(b, h, n, d, t.k.get(b, h, n, d) * (1.0 + n / 6.0));
+    const int64_t* q = t.q.layout().dims;
+    const double rowScale[3] = {1.0, 0.05, 0.0};
+    for (int64_t b = 0; b < q[0]; ++b)
+      for (int64_t h = 0; h < q[1]; ++h)
+        for (int64_t n = 0; n < q[2]; ++n)
+          for (int64_t d = 0; d < q[3]; ++d) t.q.set(b, h, n, d, t.q.get(b, h, n, d) * rowScale[n % 3]);
+  };
+  const int dims[][2] = {{512, 512}, {320, 320}, {768, 768}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    AttentionCase c;
+    c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
+    c.shape = problem(1, 2, 1, 130, 333, dim[0], dim[1], index == 1 ? CausalMask::bottom_right : CausalMask::none);
+    if (index == 1) c.knobs = {{FFPA_POLICY_HOPPER_KV_MULTICAST, 1}};
+    c.start = 1090 + index;
+    try {
+      checkForward(c, runSm90(c, false, growing));
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
+    ++index;
+  }
+}
+
 TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multicast") {
   // Each CTA loads half of every K and V tile into both; the pair walks the KV tiles both row
   // tiles see (top-left causal: the earlier CTA's rows see the extra tile as masked; 150 and 83

@@ -1,4 +1,4 @@
-// shuffleXor, block and named barriers, thread and block indices.
+// shuffleXor, warp votes, block and named barriers, thread and block indices.
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
 #include "emulation/launch.h"
@@ -19,6 +19,16 @@ void shuffleAll(int masks, float* out) {
   for (int mask = 0; mask < masks; ++mask) {
     storeGlobalF32(&out[masks * t + mask],
                    shuffleXor(static_cast<float>(100 * (t / 32) + t % 32), mask));
+  }
+}
+
+// Each warp votes on predicates that hold in every lane, in one lane, in none: records the votes.
+void voteAll(uint32_t* out) {
+  const int t = threadIndex(), lane = t % 32;
+  const bool predicates[3] = {true, lane == 31 - t / 32, false};
+  for (int i = 0; i < 3; ++i) {
+    storeGlobal32(&out[6 * t + 2 * i], warpAll(predicates[i]));
+    storeGlobal32(&out[6 * t + 2 * i + 1], warpAny(predicates[i]));
   }
 }
 
@@ -74,6 +84,17 @@ TEST_CASE("shuffleXor reads lane ^ mask; masks past the warp give the lane its o
       const int lane = t % 32, source = (lane ^ mask) < 32 ? lane ^ mask : lane;
       REQUIRE(out[masks * t + mask] == static_cast<float>(100 * (t / 32) + source));
     }
+  }
+}
+
+TEST_CASE("warpAll and warpAny: one answer per warp, the same in every lane") {
+  std::vector<uint32_t> out(64 * 6, 7u);
+  launch({{}, 64, 0, {out}}, voteAll, out.data());
+  for (int t = 0; t < 64; ++t) {
+    CAPTURE(t);
+    // every lane: all and any; one lane: any only; no lane: neither.
+    const std::vector<uint32_t> expected = {1, 1, 0, 1, 0, 0};
+    CHECK(std::vector<uint32_t>(out.begin() + 6 * t, out.begin() + 6 * t + 6) == expected);
   }
 }
 

@@ -128,6 +128,14 @@ void shuffle(Warp& warp) {
   }
 }
 
+// vote.all / vote.any of the lanes' predicates (in[0]), the same result in every lane.
+void vote(Warp& warp, bool all) {
+  int count = 0;
+  for (const LaneSlot& slot : warp.slots) count += slot.in[0] != 0;
+  const uint32_t result = all ? count == kWarpSize : count > 0;
+  for (LaneSlot& slot : warp.slots) slot.out[0] = result;
+}
+
 // Runs one collective for the calling lane: `in` holds its operands; returns its results.
 const uint32_t* collective(Collective kind, const uint32_t* in, int words, Site site) {
   Block& block = currentBlock();
@@ -157,6 +165,8 @@ const uint32_t* collective(Collective kind, const uint32_t* in, int words, Site 
     case Collective::MmaF32Bf16: multiply<Bf16Tag>(warp, false); break;
     case Collective::MmaF16: multiply<HalfTag>(warp, true); break;
     case Collective::ShuffleXor: shuffle(warp); break;
+    case Collective::VoteAll: vote(warp, true); break;
+    case Collective::VoteAny: vote(warp, false); break;
   }
   const int first = thread - thread % kWarpSize;
   for (int lane = 0; lane < kWarpSize; ++lane) {
@@ -191,6 +201,8 @@ const char* collectiveName(Collective collective) {
     case Collective::MmaF32Bf16: return "mmaF32 (bf16)";
     case Collective::MmaF16: return "mmaF16";
     case Collective::ShuffleXor: return "shuffleXor";
+    case Collective::VoteAll: return "warpAll";
+    case Collective::VoteAny: return "warpAny";
   }
   return "?";
 }
@@ -240,6 +252,16 @@ float shuffleXor(float value, int laneMask, emulation::Site site) {
   float result;
   std::memcpy(&result, emulation::collective(Collective::ShuffleXor, in, 2, site), 4);
   return result;
+}
+
+bool warpAll(bool predicate, emulation::Site site) {
+  const uint32_t in = predicate;
+  return emulation::collective(Collective::VoteAll, &in, 1, site)[0] != 0;
+}
+
+bool warpAny(bool predicate, emulation::Site site) {
+  const uint32_t in = predicate;
+  return emulation::collective(Collective::VoteAny, &in, 1, site)[0] != 0;
 }
 
 }  // namespace emulated

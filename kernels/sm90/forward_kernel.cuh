@@ -214,14 +214,10 @@ struct ForwardKernel {
       // warp masks only where one of its rows may not see every key of the tile (its diagonal
       // tiles under a causal mask, a last tile past seqKv, slices): one branch for its 16 rows.
       VisibleKeys visible[2];
-      bool whole = true;
       #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
-        whole = whole && visible[half].begin <= keys.firstKey && visible[half].end >= keys.firstKey + kKeys;
-      }
+      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
       float tileMax[2];
-      if (warpAll(whole)) {
+      if (warpSeesWholeTile(visible, keys.firstKey)) {
         scaleAndMax<false>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);
       } else {
         scaleAndMax<true>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);

@@ -201,18 +201,15 @@ struct KeyGradientKernel {
       scoreProduct<Tag>(tile, s.k, q, at.qk.count);
       reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps);
 
+      // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where a query does not see a key row.
+      VisibleQueries visible[2];
       #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const VisibleQueries visible = visibleQueries(p, at, t, at.firstKey + me.row(half));
-        #pragma unroll
-        for (int j = 0; j < kKeys / 8; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& value = tile[4 * j + 2 * half + e];
-            value = visible.holds(t.firstQuery + me.column(j, e)) ? exp2Approx(value * p.scaleLog2 - lse2[2 * j + e])
-                                                                   : 0.0f;
-          }
-        }
+      for (int half = 0; half < 2; ++half) visible[half] = visibleQueries(p, at, t, at.firstKey + me.row(half));
+      const auto columnLse2 = [&](int, int j, int e) { return lse2[2 * j + e]; };
+      if (warpSeesWholeTile(visible, t.firstQuery)) {
+        tileProbabilities<false>(tile, visible, t.firstQuery, p.scaleLog2, me, columnLse2);
+      } else {
+        tileProbabilities<true>(tile, visible, t.firstQuery, p.scaleLog2, me, columnLse2);
       }
       if (step > 0) mbarrierWait(s.barrier(kKeyTilesEmpty), (step - 1) & 1);
       storeTile16<Tag>(s.p, tile, me);

@@ -161,18 +161,15 @@ struct QueryGradientKernel {
       scoreProduct<Tag>(t, s.q, k, at.qk.count);
       if constexpr (kCluster > 1) reducePartials<kCluster>(s.scores, t, at.rank, tile, at.tiles);
 
+      // P = exp2(S scale log2 e - LSE log2 e), 0 where a row does not see a key.
+      VisibleKeys visible[2];
       #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const VisibleKeys visible = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
-        #pragma unroll
-        for (int j = 0; j < kKeys / 8; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& value = t[4 * j + 2 * half + e];
-            value = visible.holds(keys.firstKey + me.column(j, e)) ? exp2Approx(value * p.scaleLog2 - lse2[half])
-                                                                    : 0.0f;
-          }
-        }
+      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
+      const auto rowLse2 = [&](int half, int, int) { return lse2[half]; };
+      if (warpSeesWholeTile(visible, keys.firstKey)) {
+        tileProbabilities<false>(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
+      } else {
+        tileProbabilities<true>(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
       }
 
       mbarrierWait(s.barrier(kDpFull), tile & 1);

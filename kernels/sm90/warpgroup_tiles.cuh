@@ -256,6 +256,41 @@ FFPA_DEVICE Lane lane() {
   return {t / 32, t % 32 / 4, t % 4};
 }
 
+// --- Masks ------------------------------------------------------------------------------------------
+
+// Whether every row of the warp sees every column of the 64-column tile from `first`, given the
+// spans [begin, end) of visible columns of the thread's two rows (keys of query rows, or queries
+// of key rows): one answer for the warp, so that it skips the mask of a tile its rows see whole
+// (every tile but the diagonal ones of a causal mask, a last one past the end, a slice's edges)
+// on a branch that does not diverge.
+template <class Span>
+FFPA_DEVICE bool warpSeesWholeTile(const Span (&span)[2], int first) {
+  bool whole = true;
+  #pragma unroll
+  for (int half = 0; half < 2; ++half) whole = whole && span[half].begin <= first && span[half].end >= first + kKeys;
+  return warpAll(whole);
+}
+
+// The gradient kernels' probabilities: t = exp2(t * scaleLog2 - lse2(half, j, e)) for the
+// thread's tile registers, 0 where the row's span does not hold the column (kMask; without it,
+// every column of the tile is visible: warpSeesWholeTile).
+template <bool kMask, class Span, class Lse2>
+FFPA_DEVICE void tileProbabilities(float (&t)[kTileRegisters], const Span (&span)[2], int first, float scaleLog2,
+                                   const Lane& me, Lse2 lse2) {
+  #pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    #pragma unroll
+    for (int j = 0; j < kKeys / 8; ++j) {
+      #pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& value = t[4 * j + 2 * half + e];
+        const float p = exp2Approx(value * scaleLog2 - lse2(half, j, e));
+        value = !kMask || span[half].holds(first + me.column(j, e)) ? p : 0.0f;
+      }
+    }
+  }
+}
+
 // S[64, 64] = A[64, k] B[64, k]^T over `blocks` 64-column blocks (k = 64 * blocks), both operands
 // K-major blocks kBlockBytes apart (Q and K, or dO and V). The columns of the last block past the
 // head dim read as zeros (TMA fills them), so whole blocks are multiplied. Zero when blocks is 0 (a

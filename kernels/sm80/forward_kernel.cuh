@@ -312,6 +312,24 @@ struct ForwardKernel {
     return reinterpret_cast<float*>(sharedMemory() + p.statsOffset);
   }
 
+  // Scales the thread's scores of a tile to log2 units and takes the maxima of its two rows;
+  // kMask: scores of keys `mask` hides become -inf first.
+  template <bool kMask>
+  static FFPA_DEVICE void scaleAndMax(Scores& s, float (&tileMax)[2], float scaleLog2, const RowKeyMask& mask,
+                                      int firstKey, int quad) {
+    tileMax[0] = tileMax[1] = kNegativeInfinity;
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float value = s.f[n][e] * scaleLog2;
+        if (kMask && mask.hides(e >> 1, firstKey + 8 * n + 2 * quad + (e & 1))) value = kNegativeInfinity;
+        s.f[n][e] = value;
+        tileMax[e >> 1] = fmaxf(tileMax[e >> 1], value);
+      }
+    }
+  }
+
   // Masks, exponentiates and packs the scores of KV tile `tile` into P; rescales O.
   static FFPA_DEVICE void softmax(const ForwardParams& p, const Coordinates& c, int tile, Scores& s,
                                   RowStats& stats, Output& o, uint32_t (&pFrag)[kKeySteps][4]) {
@@ -319,16 +337,13 @@ struct ForwardKernel {
     const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
     const RowKeyMask mask = rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group);
-    float tileMax[2] = {kNegativeInfinity, kNegativeInfinity};
-#pragma unroll
-    for (int n = 0; n < kKeyTiles; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float value = s.f[n][e] * p.scaleLog2;
-        if (mask.hides(e >> 1, firstKey + 8 * n + 2 * c.quad + (e & 1))) value = kNegativeInfinity;
-        s.f[n][e] = value;
-        tileMax[e >> 1] = value > tileMax[e >> 1] ? value : tileMax[e >> 1];
-      }
+    float tileMax[2];
+    // The CTA's rows all see every key of most tiles (mask.masked is false there): no test per
+    // score on those.
+    if (mask.masked) {
+      scaleAndMax<true>(s, tileMax, p.scaleLog2, mask, firstKey, c.quad);
+    } else {
+      scaleAndMax<false>(s, tileMax, p.scaleLog2, mask, firstKey, c.quad);
     }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -356,11 +371,12 @@ struct ForwardKernel {
     float alpha[2], base[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const float newMax = tileMax[half] > stats.max[half] ? tileMax[half] : stats.max[half];
+      const float newMax = fmaxf(tileMax[half], stats.max[half]);
       // A row that has seen no visible key yet keeps max -inf; exponentiate against 0 so that
       // its masked scores give exp2(-inf) = 0 and never -inf - -inf = NaN.
       base[half] = newMax == kNegativeInfinity ? 0.0f : newMax;
-      alpha[half] = exp2Approx(stats.max[half] - base[half]);
+      // A maximum that did not move leaves O and the sum as they are (alpha exactly 1).
+      alpha[half] = newMax == stats.max[half] ? 1.0f : exp2Approx(stats.max[half] - base[half]);
       stats.max[half] = newMax;
       stats.sum[half] *= alpha[half];
     }
@@ -372,7 +388,9 @@ struct ForwardKernel {
         stats.sum[e >> 1] += s.f[n][e];
       }
     }
-    o.rescale(alpha[0], alpha[1]);
+    // O is rescaled only when a row of the warp moved its maximum (on most tiles after the first
+    // few, none did): one decision for the warp, no divergence.
+    if (warpAny(alpha[0] != 1.0f || alpha[1] != 1.0f)) o.rescale(alpha[0], alpha[1]);
     using PackTag = std::conditional_t<kPvF16, HalfTag, Tag>;
     if constexpr (kColWarps == 1) {
       packAccumulatorAsA(pFrag, s.f, PackTag{});

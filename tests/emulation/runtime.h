@@ -12,6 +12,7 @@
 // the byte offset into dynamic shared memory.
 #pragma once
 
+#include <cmath>  // fmaxf, floorf: the CUDA math functions the kernels call
 #include <cstdint>
 
 #define FFPA_DEVICE inline

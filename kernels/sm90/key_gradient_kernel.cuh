@@ -206,11 +206,7 @@ struct KeyGradientKernel {
       #pragma unroll
       for (int half = 0; half < 2; ++half) visible[half] = visibleQueries(p, at, t, at.firstKey + me.row(half));
       const auto columnLse2 = [&](int, int j, int e) { return lse2[2 * j + e]; };
-      if (warpSeesWholeTile(visible, t.firstQuery)) {
-        tileProbabilities<false>(tile, visible, t.firstQuery, p.scaleLog2, me, columnLse2);
-      } else {
-        tileProbabilities<true>(tile, visible, t.firstQuery, p.scaleLog2, me, columnLse2);
-      }
+      tileProbabilities(tile, visible, t.firstQuery, p.scaleLog2, me, columnLse2);
       if (step > 0) mbarrierWait(s.barrier(kKeyTilesEmpty), (step - 1) & 1);
       storeTile16<Tag>(s.p, tile, me);
 

@@ -166,11 +166,7 @@ struct QueryGradientKernel {
       #pragma unroll
       for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
       const auto rowLse2 = [&](int half, int, int) { return lse2[half]; };
-      if (warpSeesWholeTile(visible, keys.firstKey)) {
-        tileProbabilities<false>(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
-      } else {
-        tileProbabilities<true>(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
-      }
+      tileProbabilities(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
 
       mbarrierWait(s.barrier(kDpFull), tile & 1);
       multiplyByTileShared(t, s.dp);

@@ -271,12 +271,12 @@ FFPA_DEVICE bool warpSeesWholeTile(const Span (&span)[2], int first) {
   return warpAll(whole);
 }
 
-// The gradient kernels' probabilities: t = exp2(t * scaleLog2 - lse2(half, j, e)) for the
-// thread's tile registers, 0 where the row's span does not hold the column (kMask; without it,
-// every column of the tile is visible: warpSeesWholeTile).
+// The gradient kernels' probabilities of the thread's tile registers: t = exp2(t * scaleLog2 -
+// lse2(half, j, e)), 0 where the row's span does not hold the column. kMask: test each column;
+// without it, every column of the tile is visible.
 template <bool kMask, class Span, class Lse2>
-FFPA_DEVICE void tileProbabilities(float (&t)[kTileRegisters], const Span (&span)[2], int first, float scaleLog2,
-                                   const Lane& me, Lse2 lse2) {
+FFPA_DEVICE void tileProbabilitiesOf(float (&t)[kTileRegisters], const Span (&span)[2], int first, float scaleLog2,
+                                     const Lane& me, Lse2 lse2) {
   #pragma unroll
   for (int half = 0; half < 2; ++half) {
     #pragma unroll
@@ -288,6 +288,17 @@ FFPA_DEVICE void tileProbabilities(float (&t)[kTileRegisters], const Span (&span
         value = !kMask || span[half].holds(first + me.column(j, e)) ? p : 0.0f;
       }
     }
+  }
+}
+
+// The same, testing the columns only where a row of the warp does not see the whole tile.
+template <class Span, class Lse2>
+FFPA_DEVICE void tileProbabilities(float (&t)[kTileRegisters], const Span (&span)[2], int first, float scaleLog2,
+                                   const Lane& me, Lse2 lse2) {
+  if (warpSeesWholeTile(span, first)) {
+    tileProbabilitiesOf<false>(t, span, first, scaleLog2, me, lse2);
+  } else {
+    tileProbabilitiesOf<true>(t, span, first, scaleLog2, me, lse2);
   }
 }
 

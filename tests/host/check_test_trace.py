@@ -11,8 +11,8 @@ import sys
 import tempfile
 
 
-def run(executable, case, env):
-    return subprocess.run([executable, f"--test-case={case}"], env=env, capture_output=True, text=True)
+def run(executable, case, env, cwd=None):
+    return subprocess.run([executable, f"--test-case={case}"], env=env, cwd=cwd, capture_output=True, text=True)
 
 
 def main():
@@ -35,7 +35,7 @@ def main():
         quiet = os.path.join(scratch, "quiet")
         os.mkdir(quiet)
         env = {k: v for k, v in os.environ.items() if k != "FFPA_TEST_TRACE"}
-        result = subprocess.run([executable, f"--test-case={case}"], env=env, cwd=quiet, capture_output=True, text=True)
+        result = run(executable, case, env, cwd=quiet)
         if result.returncode != 0 or os.listdir(quiet):
             failures.append(f"without FFPA_TEST_TRACE: exit {result.returncode}, files {os.listdir(quiet)}")
     for failure in failures:

@@ -111,9 +111,16 @@ FFPA_DEVICE bool warpAll(bool predicate) { return __all_sync(0xffffffffu, predic
 FFPA_DEVICE bool warpAny(bool predicate) { return __any_sync(0xffffffffu, predicate); }
 
 // bar.sync on barrier `id` (1..15; 0 is __syncthreads) for `threads` threads (a multiple of 32):
-// synchronizes a group of warps without stopping the rest of the block.
+// synchronizes a group of warps without stopping the rest of the block. bar.sync is aligned:
+// every participating warp must reach this same instruction.
 FFPA_DEVICE void namedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The same for warps of different roles that meet from different code (a consumer warpgroup
+// each): barrier.sync, the unaligned form, which allows that.
+FFPA_DEVICE void rolesBarrier(int id, int threads) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 FFPA_DEVICE void blockBarrier() { __syncthreads(); }

@@ -48,15 +48,15 @@ template <class Tag, int kHeadDimV, int kCluster = 1, bool kShareKv = false>
 struct ForwardKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
-  static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
-  static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
+  static constexpr int kColumns0 = forwardConsumer0Columns(kCtaColumns);  // of consumer 0
+  static constexpr int kColumns1 = forwardConsumer1Columns(kCtaColumns);  // and of consumer 1
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
   static_assert(kHeadDimV % (kBlockColumns * kCluster) == 0, "d_v: whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 512,
                 "128..512 columns per CTA (two consumers of whole 64-column blocks)");
-  static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
+  static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 256, "wgmma N: 64..256 per consumer");
   static_assert(!kShareKv || kCluster == 1, "K and V are shared by the CTAs of row tiles, not of head dims");
   static constexpr int kKvCtas = kShareKv ? kKvSharingCtas : 1;  // CTAs that read each K and V buffer
 
@@ -114,7 +114,7 @@ struct ForwardKernel {
     const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int firstKey, int tile,
                           Barrier full, Barrier empty) {
       if constexpr (kShareKv) {
-        if (tile > 0) mbarrierWaitCluster(s.barrier(empty), (tile - 1) & 1);  // the other CTA's releases
+        if (tile > 0) mbarrierWait(s.barrier(empty), (tile - 1) & 1);  // both CTAs' releases
         loadSharedBlocks(map, shared, blocks, firstKey, at.kvHead, at.batch, s.barrier(full), at.rank);
       } else {
         if (tile > 0) mbarrierWait(s.barrier(empty), (tile - 1) & 1);
@@ -323,7 +323,7 @@ struct ForwardKernel {
                        lse);
       }
     }
-    namedBarrier(1, 256);  // the inverses are written
+    rolesBarrier(1, 256);  // the inverses are written
     storeOutput<kColumns0>(p, at, o, inverse, 0);
   }
 
@@ -344,7 +344,7 @@ struct ForwardKernel {
       release(s.barrier(kVEmpty));
       mbarrierArrive(s.barrier(kPEmpty0 + slot));
     }
-    namedBarrier(1, 256);
+    rolesBarrier(1, 256);
     const float inverse[2] = {s.rowInverse[me.row(0)], s.rowInverse[me.row(1)]};
     storeOutput<kColumns1>(p, at, o, inverse, kColumns0);
   }

@@ -6,7 +6,8 @@
 //   warpgroup 0, the producer: one thread issues the TMA loads of Q (once), K and V (per KV tile);
 //   warpgroup 1, consumer 0: S = Q K^T (one wgmma chain over the whole d_qk), the online softmax,
 //     P to shared memory, then O[:, 0 : columns0] += P V;
-//   warpgroup 2, consumer 1: O[:, columns0 : d_v] += P V with consumer 0's P and row scales.
+//   warpgroup 2, consumer 1: O[:, columns0 : d_v] += P V with consumer 0's P and row scales
+//     (the larger half of the columns where they do not split evenly).
 // O stays in fp32 registers, split by columns so that a thread holds at most 128 of them.
 // Every tile is stored as 64-column blocks of 64 rows x 128 bytes, 128-byte swizzled (TMA boxes).
 //
@@ -86,9 +87,16 @@ constexpr int columnsHeld(int headDim, BlockShare share) {
   const int left = headDim - share.first * kBlockColumns;
   return share.count == 0 ? 0 : (held < left ? held : left);
 }
-// Output columns of consumer 0 (the larger half, in whole blocks) and of consumer 1.
+// Output columns of consumer 0 (the larger half, in whole blocks) and of consumer 1: the
+// gradient kernels' split.
 constexpr int consumer0Columns(int headDimV) { return (columnBlocks(headDimV) + 1) / 2 * kBlockColumns; }
 constexpr int consumer1Columns(int headDimV) { return columnBlocks(headDimV) / 2 * kBlockColumns; }
+
+// The forward's split: consumer 0 computes S and the softmax besides its P V, and the CTA waits
+// for it (consumer 1 spends about a third of its time waiting for P, Nsight Compute, H100), so
+// consumer 0 takes the smaller half of an odd number of blocks (d 320: 128 + 192 columns).
+constexpr int forwardConsumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns) / 2 * kBlockColumns; }
+constexpr int forwardConsumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
 
 // The mbarriers, in shared memory after the tiles.
 enum Barrier : int {

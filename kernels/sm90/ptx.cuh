@@ -67,20 +67,6 @@ FFPA_DEVICE void mbarrierWait(uint32_t barrier, int parity) {
       : "memory");
 }
 
-// Waits as mbarrierWait, with acquire at cluster scope: for a phase that another block of the
-// cluster completes (mbarrierArriveCluster), so that what it did before arriving is visible.
-FFPA_DEVICE void mbarrierWaitCluster(uint32_t barrier, int parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(barrier),
-      "r"(parity)
-      : "memory");
-}
-
 // --- Clusters: the shared memory of the other blocks of a thread-block cluster -----------------
 
 // The block's rank in its cluster (its x index modulo the cluster size, for clusters along x).
@@ -107,10 +93,15 @@ FFPA_DEVICE void storeAsyncCluster(uint32_t shared, const float (&values)[4], ui
       : "memory");
 }
 
-// One arrival on the mbarrier at cluster address `barrier`, releasing this thread's earlier
-// accesses (of any block's shared memory) at cluster scope.
+// One arrival on the mbarrier at cluster address `barrier` (of this block or another of the
+// cluster): a consumer hands back a buffer that it has read, whose next contents another block
+// writes (TMA multicast, st.async). Release at CTA scope, the default, as CUTLASS's
+// ClusterBarrier::arrive: the reads are ordered before the arrival, which is all a buffer handed
+// back needs. Not for publishing this thread's writes to another block: .release.cluster would
+// put MEMBAR.ALL.GPU and two error barriers before every arrival, which stalled the cluster
+// kernels' consumers in 11-26% of their warp-state samples (Nsight Compute, H100).
 FFPA_DEVICE void mbarrierArriveCluster(uint32_t barrier) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
 }
 
 // Every thread of every block of the cluster: wait until all have arrived (release / acquire).

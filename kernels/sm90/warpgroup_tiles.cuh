@@ -481,7 +481,7 @@ FFPA_DEVICE void locateExchangePair(const AlignedShared& shared, uint32_t offset
 FFPA_DEVICE void sendPartial(const Exchange& x, const float (&part)[kTileRegisters], int partner, int tile) {
   const int t = threadIndex() % 128;
   if (t == 0) mbarrierArriveExpectTx(x.full, kExchangeBytes);
-  if (tile > 0) mbarrierWaitCluster(x.empty, (tile - 1) & 1);
+  if (tile > 0) mbarrierWait(x.empty, (tile - 1) & 1);
   const uint32_t buffer = mapShared(x.buffer, partner);
   const uint32_t full = mapShared(x.full, partner);
   #pragma unroll
@@ -495,10 +495,12 @@ FFPA_DEVICE void sendPartial(const Exchange& x, const float (&part)[kTileRegiste
 // CTAs then hold the same sum (fp32 addition commutes).
 FFPA_DEVICE void receivePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile, int tiles) {
   const int t = threadIndex() % 128;
-  // st.async completes its bytes with release at cluster scope: acquire at cluster scope too.
-  mbarrierWaitCluster(x.full, tile & 1);
+  // The phase completes once every byte of st.async has landed in this CTA's shared memory.
+  mbarrierWait(x.full, tile & 1);
   #pragma unroll
   for (int i = 0; i < kTileRegisters / 4; ++i) {
+    // 4-byte loads: 16-byte ones hold more registers at once, which the dK/dV kernel of a
+    // cluster of four cannot spare (it spilled).
     const float* received = x.received + 4 * (i * 128 + t);
     #pragma unroll
     for (int e = 0; e < 4; ++e) part[4 * i + e] += received[e];

@@ -1,12 +1,16 @@
-// bar.sync: namedBarrier(id, threads) and blockBarrier() (barrier 0 for the whole block).
+// bar.sync: namedBarrier(id, threads) and blockBarrier() (barrier 0 for the whole block), both
+// aligned; barrier.sync: rolesBarrier(id, threads), the unaligned form.
 #include "emulation/block.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ffpa::emulation {
 namespace {
 
-void arrive(int id, int threads, Site site) {
+bool sameSite(Site a, Site b) { return a.line == b.line && std::strcmp(a.file, b.file) == 0; }
+
+void arrive(int id, int threads, bool aligned, Site site) {
   Block& block = currentBlock();
   const int thread = currentThread().index;
   const int blockThreads = block.config.blockThreads;
@@ -19,11 +23,26 @@ void arrive(int id, int threads, Site site) {
          site);
   }
   Barrier& barrier = block.barriers[id];
-  if (barrier.expected == 0) barrier.expected = threads;
+  if (barrier.expected == 0) {
+    barrier.expected = threads;
+    barrier.site = site;
+    barrier.aligned = aligned;
+  }
   if (barrier.expected != threads) {
     fail("barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads, while " +
              std::to_string(barrier.waiting.size()) + " threads wait at it for " +
              std::to_string(barrier.expected),
+         site);
+  }
+  // The aligned form (bar.sync) promises that every thread of a phase executes the same
+  // instruction: warps of different roles that meet from different code need barrier.sync
+  // (compute-sanitizer's synccheck reports "Divergent thread(s) in block" otherwise). Within one
+  // source line the emulator cannot tell two inlined copies apart; the GPU can.
+  if ((aligned || barrier.aligned) && !sameSite(site, barrier.site)) {
+    fail("barrier " + std::to_string(id) + " reached at " + describe(site) + " and at " +
+             describe(barrier.site) +
+             " in one phase: bar.sync needs every thread at one instruction (rolesBarrier, "
+             "barrier.sync, for warps that meet from different code)",
          site);
   }
   barrier.laneMasks[thread / kWarpSize] |= 1u << (thread % kWarpSize);
@@ -34,7 +53,8 @@ void arrive(int id, int threads, Site site) {
     return;
   }
   // bar.sync counts whole warps (it is .aligned): a warp that arrives with only some of its lanes
-  // is a divergence bug even when the thread count adds up.
+  // is a divergence bug even when the thread count adds up. Our kernels hold barrier.sync to the
+  // same rule (whole warps), stricter than the PTX.
   for (std::size_t warp = 0; warp < block.warps.size(); ++warp) {
     const int lanes = block.warps[warp].lanes;
     const uint32_t whole = lanes == kWarpSize ? ~0u : (1u << lanes) - 1u;
@@ -64,16 +84,27 @@ void arrive(int id, int threads, Site site) {
 namespace ffpa::kernels {
 inline namespace emulated {
 
-void namedBarrier(int id, int threads, emulation::Site site) {
+namespace {
+
+void arriveCounted(const char* what, int id, int threads, bool aligned, emulation::Site site) {
   if (threads % emulation::kWarpSize != 0) {
-    emulation::fail(
-        "namedBarrier for " + std::to_string(threads) + " threads, not a multiple of 32", site);
+    emulation::fail(std::string(what) + " for " + std::to_string(threads) + " threads, not a multiple of 32", site);
   }
-  emulation::arrive(id, threads, site);
+  emulation::arrive(id, threads, aligned, site);
+}
+
+}  // namespace
+
+void namedBarrier(int id, int threads, emulation::Site site) {
+  arriveCounted("namedBarrier", id, threads, true, site);
+}
+
+void rolesBarrier(int id, int threads, emulation::Site site) {
+  arriveCounted("rolesBarrier", id, threads, false, site);
 }
 
 void blockBarrier(emulation::Site site) {
-  emulation::arrive(0, emulation::currentBlock().config.blockThreads, site);
+  emulation::arrive(0, emulation::currentBlock().config.blockThreads, true, site);
 }
 
 }  // namespace emulated

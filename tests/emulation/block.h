@@ -120,6 +120,10 @@ struct Barrier {
   int expected = 0;                 // thread count of the phase in progress; 0 when no thread waits
   std::vector<int> waiting;         // threads that arrived in this phase, the last one excepted
   std::vector<uint32_t> laneMasks;  // per warp: the lanes that arrived in this phase
+  // The first arrival of the phase in progress: its call site, and whether it was aligned
+  // (bar.sync, namedBarrier) rather than barrier.sync (rolesBarrier).
+  Site site{"", 0};
+  bool aligned = false;
 };
 
 struct Cluster;

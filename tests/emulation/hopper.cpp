@@ -354,8 +354,6 @@ void mbarrierArriveCluster(uint32_t barrier, emulation::Site site) {
   emulation::yieldPoint(site);
 }
 
-void mbarrierWaitCluster(uint32_t barrier, int parity, emulation::Site site) { mbarrierWait(barrier, parity, site); }
-
 void wgmmaCommit() {
   emulation::ThreadState& thread = emulation::currentThread();
   thread.committedWgmma.push_back(std::move(thread.openWgmma));

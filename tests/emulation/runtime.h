@@ -128,6 +128,7 @@ bool warpAll(bool predicate, emulation::Site site = emulation::Site::here());
 bool warpAny(bool predicate, emulation::Site site = emulation::Site::here());
 
 void namedBarrier(int id, int threads, emulation::Site site = emulation::Site::here());
+void rolesBarrier(int id, int threads, emulation::Site site = emulation::Site::here());
 void blockBarrier(emulation::Site site = emulation::Site::here());
 
 // Computed in double and rounded to fp32 (more accurate than the hardware's ~2^-22), with the
@@ -168,7 +169,6 @@ uint32_t mapShared(uint32_t shared, int rank, emulation::Site site = emulation::
 void storeAsyncCluster(uint32_t shared, const float (&values)[4], uint32_t barrier,
                        emulation::Site site = emulation::Site::here());
 void mbarrierArriveCluster(uint32_t barrier, emulation::Site site = emulation::Site::here());
-void mbarrierWaitCluster(uint32_t barrier, int parity, emulation::Site site = emulation::Site::here());
 void clusterSync(emulation::Site site = emulation::Site::here());
 
 // wgmma: each thread computes its own accumulators (in double, rounded once to fp32) when its

@@ -270,6 +270,8 @@ void Block::reset(Dim3 blockIndex) {
     barrier.expected = 0;
     barrier.waiting.clear();
     std::fill(barrier.laneMasks.begin(), barrier.laneMasks.end(), 0u);
+    barrier.site = {"", 0};
+    barrier.aligned = false;
   }
   ready.clear();
   for (auto& thread : threads) {

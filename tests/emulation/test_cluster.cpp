@@ -43,7 +43,7 @@ void pingPong(int rounds, bool waitEmpty, uint32_t* wrong) {
   const float* received = reinterpret_cast<const float*>(sharedMemory()) + 4 * t;
   for (int round = 0; round < rounds; ++round) {
     if (t == 0) mbarrierArriveExpectTx(base + kFull, 32 * 16);
-    if (waitEmpty && round > 0) mbarrierWaitCluster(base + kEmpty, (round - 1) & 1);
+    if (waitEmpty && round > 0) mbarrierWait(base + kEmpty, (round - 1) & 1);
     const float values[4] = {float(rank), float(t), float(round), 1.0f};
     storeAsyncCluster(mapShared(base + 16 * t, other), values, mapShared(base + kFull, other));
     mbarrierWait(base + kFull, round & 1);
@@ -152,7 +152,7 @@ TEST_CASE("clusters: mapped addresses, cluster sizes and deadlocks are checked")
       mbarrierArriveCluster(mapShared(base + 32, 0));
       return;
     }
-    mbarrierWaitCluster(base + 32, 0);
+    mbarrierWait(base + 32, 0);
     mbarrierArriveCluster(mapShared(base + 32, 1));
   };
   CHECK_THROWS_WITH_AS(launch(clustered({{2}, 32, 64}, 2), leavesEarly),

@@ -161,6 +161,28 @@ TEST_CASE("global stores must be aligned and inside the registered buffers") {
                        Contains("is outside every registered buffer"), KernelError);
 }
 
+namespace {
+
+// Two warps that reach barrier 4 from different code, as two roles would. Functions rather than
+// lambdas in the checks: a macro gives all its tokens one line, and so one call site.
+void alignedFromTwoRoles() {
+  if (threadIndex() < 32) {
+    namedBarrier(4, 64);
+  } else {
+    namedBarrier(4, 64);
+  }
+}
+
+void alignedAndUnalignedMixed() {
+  if (threadIndex() < 32) {
+    rolesBarrier(4, 64);
+  } else {
+    namedBarrier(4, 64);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("barriers: invalid uses and deadlocks") {
   CHECK_THROWS_WITH_AS(launch({{}, 64}, [] { namedBarrier(16, 64); }),
                        Contains("barrier id 16 is not in 0..15"), KernelError);
@@ -195,6 +217,12 @@ TEST_CASE("barriers: invalid uses and deadlocks") {
                                 if (t < 32 || (t >= 48 && t < 80)) namedBarrier(2, 64);
                               }),
                        Contains("without lanes 0-15 of warp 1"), KernelError);
+  // Warps of two roles meeting at bar.sync from different code: the aligned form forbids it
+  // (synccheck's "Divergent thread(s) in block"); barrier.sync, the unaligned form, allows it.
+  CHECK_THROWS_WITH_AS(launch({{}, 64}, alignedFromTwoRoles),
+                       Contains("bar.sync needs every thread at one instruction"), KernelError);
+  CHECK_THROWS_WITH_AS(launch({{}, 64}, alignedAndUnalignedMixed),
+                       Contains("bar.sync needs every thread at one instruction"), KernelError);
 }
 
 TEST_CASE("the failing block is named, exceptions surface, and misuse outside kernels is refused") {

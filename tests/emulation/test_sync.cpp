@@ -66,6 +66,21 @@ void pairedRounds(uint32_t* mismatches) {
   storeGlobal32(&mismatches[t], wrong);
 }
 
+// Warps 0 and 1 meet at barrier.sync from different code, as two roles do: warp 1 reads what
+// warp 0 wrote before the barrier, and the reverse.
+void crossRoles(uint32_t* out) {
+  const int t = threadIndex();
+  uint32_t* slots = reinterpret_cast<uint32_t*>(sharedMemory());
+  if (t < 32) {
+    slots[t] = 100u + t;
+    rolesBarrier(5, 64);
+  } else {
+    slots[t] = 200u + t;
+    rolesBarrier(5, 64);
+  }
+  storeGlobal32(&out[t], slots[63 - t]);
+}
+
 void recordIndices(int threads, uint32_t* out) {
   const int block = blockIndexX() + 3 * (blockIndexY() + 2 * blockIndexZ());
   const uint32_t code = static_cast<uint32_t>(blockIndexX() | blockIndexY() << 4 |
@@ -108,6 +123,12 @@ TEST_CASE("named barriers synchronize their warps only") {
   std::vector<uint32_t> mismatches(128, 1u);
   launch({{}, 128, 128 * 4, {mismatches}}, pairedRounds, mismatches.data());
   CHECK(mismatches == std::vector<uint32_t>(128, 0u));
+}
+
+TEST_CASE("warps of different roles meet at barrier.sync from different code") {
+  std::vector<uint32_t> out(64, 0u);
+  launch({{}, 64, 64 * 4, {out}}, crossRoles, out.data());
+  for (int t = 0; t < 64; ++t) CHECK(out[t] == (63 - t < 32 ? 100u : 200u) + uint32_t(63 - t));
 }
 
 TEST_CASE("every thread of every block runs once, with its indices") {

@@ -2,12 +2,18 @@
 """Digest of Nsight Compute profiles: what limits each libffpa kernel, as a Markdown table.
 
     ncu_digest.py CASE.csv [CASE.csv ...]
+    ncu_digest.py --source CASE.source.csv [...]
 
 Each file is the raw page of one ncu report (`ncu --import R.ncu-rep --csv --page raw
 --print-units base`): a header row of metric names, maybe a row of units, then a row per
 profiled kernel. The file's stem names the case (e.g. hopper-fwd-d512). Printed: per kernel, the
 headline rates (SM, tensor pipe, issue slots, L2, DRAM, L1/shared memory, achieved occupancy) and
 the stall reasons that cost most cycles per issued instruction.
+
+With --source, each file is the source page of a report (`ncu --import R.ncu-rep --csv --page
+source --print-source sass`): a row per SASS instruction with its warp-state samples. Printed:
+per kernel, the instructions where most samples found a warp waiting, and the samples per opcode
+(an mbarrier wait, SYNCS.PHASECHK, versus a MEMBAR, a BAR or the wgmma wait, WARPGROUP.DEPBAR).
 
 Metric names change between Nsight Compute versions (the tensor pipe of wgmma has been
 sm__pipe_tensor_op_gmma_* and sm__pipe_tensor_*), so columns are found by pattern, and a metric
@@ -156,13 +162,123 @@ def digest(paths, stall_count=4):
     return "\n".join(lines) + "\n\n" + "\n".join(stall_lines) + "\n"
 
 
+# Columns of the source page, by pattern: the SASS text, its address, and the warp-state samples
+# (all samples first: a warp waiting at an instruction is sampled there whether or not it issued).
+SOURCE_TEXT = [r"^Source$", r"^SASS$", r"Source"]
+SOURCE_ADDRESS = [r"^#?\s*Address$", r"Address"]
+SOURCE_SAMPLES = [r"Warp Stall Sampling \(All", r"Sampling.*All", r"Stall Sampl", r"Sampl"]
+
+
+def find_column(header, patterns):
+    for pattern in patterns:
+        regex = re.compile(pattern, re.IGNORECASE)
+        for index, name in enumerate(header):
+            if regex.search(name.strip()):
+                return index
+    return None
+
+
+def read_source_page(path):
+    """The kernels of one source-page CSV: (kernel name, [(address, sass, samples)]), in address
+    order. A "Kernel Name" row (or a line naming an ffpa kernel) names the next kernel; a row with
+    an Address and a Source column is its header."""
+    kernels = []
+    name, columns = None, None
+    with open(path, newline="") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = next(csv.reader([line])) if line.startswith('"') else None
+            if row and row[0].strip() == "Kernel Name" and len(row) > 1:
+                name = short_kernel_name(row[1])
+                continue
+            if row is None:
+                match = re.search(r"(ffpa::\S.*\))", line)
+                if match:
+                    name = short_kernel_name(match.group(1))
+                continue
+            text, address = find_column(row, SOURCE_TEXT), find_column(row, SOURCE_ADDRESS)
+            if text is not None and address is not None and number(row[address]) is None:
+                samples = find_column(row, SOURCE_SAMPLES)
+                if samples is None:
+                    raise ReportError(f"{path}: a source page without warp-state samples")
+                columns = (address, text, samples)
+                kernels.append((name or f"kernel {len(kernels) + 1}", []))
+                name = None
+                continue
+            if columns and len(row) > max(columns):
+                count = number(row[columns[2]])
+                if count is not None:
+                    kernels[-1][1].append((row[columns[0]].strip(), row[columns[1]].strip(), count))
+    if not kernels:
+        raise ReportError(f"{path}: no source page (no header with Address and Source)")
+    return kernels
+
+
+def opcode(sass):
+    """'@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R3 ;' -> 'SYNCS.PHASECHK.TRANS64.TRYWAIT'."""
+    words = sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].rstrip(";") if words else "?"
+
+
+# An mbarrier wait is a try-wait and a branch to its retry loop: a warp that waits is sampled at
+# the branch, which says nothing by itself. Such a branch is charged to the wait before it.
+MBARRIER_WAIT = "SYNCS.PHASECHK"
+WAIT_LOOKBACK = 4
+
+
+def waited_on(rows, index):
+    """The try-wait that the branch at rows[index] retries (the first branch at most
+    WAIT_LOOKBACK instructions after it), or None."""
+    if opcode(rows[index][1]) != "BRA":
+        return None
+    for back in range(index - 1, max(-1, index - 1 - WAIT_LOOKBACK), -1):
+        if opcode(rows[back][1]).startswith(MBARRIER_WAIT):
+            return rows[back][1]
+        if opcode(rows[back][1]) == "BRA":  # the wait's own branch came first
+            return None
+    return None
+
+
+def source_digest(paths, top=12):
+    out = []
+    for path in paths:
+        case = pathlib.Path(path).name.split(".")[0]
+        for kernel, rows in read_source_page(path):
+            total = sum(count for _, _, count in rows)
+            out.append(f"### {case}: `{kernel}` ({total:.0f} samples)\n")
+            if total <= 0:
+                out.append("no samples\n")
+                continue
+            by_opcode = {}
+            for index, (_, sass, count) in enumerate(rows):
+                key = "mbarrier wait (try-wait and its retry branch)" if (
+                    waited_on(rows, index) or opcode(sass).startswith(MBARRIER_WAIT)) else opcode(sass)
+                by_opcode[key] = by_opcode.get(key, 0.0) + count
+            out.append("| opcode | samples % |\n|---|---:|")
+            for name, count in sorted(by_opcode.items(), key=lambda kv: -kv[1])[:top]:
+                out.append(f"| {name} | {100 * count / total:.1f} |")
+            out.append("\n| address | instruction | samples % |\n|---|---|---:|")
+            ranked = sorted(range(len(rows)), key=lambda i: -rows[i][2])[:top]
+            for index in ranked:
+                address, sass, count = rows[index]
+                wait = waited_on(rows, index)
+                shown = f"`{sass[:70]}`" + (f" (retries `{wait[:60]}`)" if wait else "")
+                out.append(f"| {address} | {shown} | {100 * count / total:.1f} |")
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("reports", nargs="+", help="raw-page CSV files, one per case")
+    parser.add_argument("reports", nargs="+", help="raw-page CSV files, one per case (source pages with --source)")
     parser.add_argument("--stalls", type=int, default=4, help="stall reasons per kernel (default 4)")
+    parser.add_argument("--source", action="store_true", help="the files are source pages: samples per instruction")
     args = parser.parse_args(argv)
     try:
-        sys.stdout.write(digest(args.reports, args.stalls))
+        sys.stdout.write(source_digest(args.reports) if args.source else digest(args.reports, args.stalls))
     except (OSError, ReportError) as error:
         print(f"ncu_digest.py: {error}", file=sys.stderr)
         return 1

@@ -87,3 +87,53 @@ def test_a_file_that_is_not_a_profile_is_refused(tmp_path, content, message, cap
         ncu_digest.digest([path])
     assert ncu_digest.main([str(path)]) == 1
     assert "case.csv" in capsys.readouterr().err
+
+
+SOURCE_HEADER = ["# Address", "Source", "Warp Stall Sampling (All Samples)",
+                 "Warp Stall Sampling (Not-issued Samples)", "Instructions Executed"]
+
+
+def test_a_source_page_gives_the_costliest_instructions_and_opcodes(tmp_path):
+    rows = [SOURCE_HEADER,
+            ["0x7f00", "@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x10], R3 ;", "600", "590", "1,024"],
+            ["0x7f10", "MEMBAR.ALL.GPU ;", "250", "250", "512"],
+            ["0x7f20", "SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4+0x20], R5 ;", "100", "90", "512"],
+            ["0x7f30", "FMUL R2, R2, R3 ;", "50", "10", "4,096"]]
+    page = write(tmp_path / "hopper-fwd-d1024.source.csv", rows,
+                 preamble="==PROF== Disconnected\n" + quoted(
+                     ["Kernel Name", "void ffpa::kernels::sm90::clusterForwardKernel<ffpa::kernels::Bf16Tag, "
+                      "(int)1024>(ffpa::sm90::ForwardParams)", ""]) + "\n")
+    text = ncu_digest.source_digest([page], top=2)
+    assert "### hopper-fwd-d1024: `sm90::clusterForwardKernel<Bf16Tag, (int)1024>` (1000 samples)" in text
+    # Both mbarrier waits under one heading, the predicate dropped; only the two largest shown.
+    assert "| mbarrier wait (try-wait and its retry branch) | 70.0 |" in text
+    assert "| MEMBAR.ALL.GPU | 25.0 |" in text
+    assert "FMUL" not in text
+    assert "| 0x7f00 | `@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x10], R3 ;` | 60.0 |" in text
+
+
+def test_a_waiting_warp_sampled_at_the_retry_branch_is_charged_to_its_wait(tmp_path):
+    rows = [SOURCE_HEADER,
+            ["0x100", "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9+UR26], R6 ;", "5", "5", "1"],
+            ["0x110", "VIADD R0, R10, UR20 ;", "5", "5", "1"],
+            ["0x120", "@!P0 BRA 0x900 ;", "80", "80", "1"],
+            ["0x130", "@!P1 BRA 0x200 ;", "10", "10", "1"]]
+    text = ncu_digest.source_digest([write(tmp_path / "w.source.csv", rows)], top=3)
+    assert "| mbarrier wait (try-wait and its retry branch) | 85.0 |" in text
+    assert "| 0x120 | `@!P0 BRA 0x900 ;` (retries `SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9+UR26], R6 ;`) | 80.0 |" in text
+    # The branch after the wait's own branch is a branch.
+    assert "| BRA | 10.0 |" in text
+
+
+def test_a_source_page_of_two_kernels_and_pages_without_samples(tmp_path, capsys):
+    rows = [SOURCE_HEADER, ["0x10", "BAR.SYNC 0x1, 0x100 ;", "3", "3", "1"]]
+    two = write(tmp_path / "bwd.source.csv", rows + rows)
+    text = ncu_digest.source_digest([two])
+    assert "### bwd: `kernel 1` (3 samples)" in text and "### bwd: `kernel 2` (3 samples)" in text
+    assert "| BAR.SYNC | 100.0 |" in text
+    bare = write(tmp_path / "bare.source.csv", [["# Address", "Source"], ["0x10", "NOP ;"]])
+    with pytest.raises(ncu_digest.ReportError, match="without warp-state samples"):
+        ncu_digest.source_digest([bare])
+    empty = write(tmp_path / "empty.source.csv", [["a", "b"], ["1", "2"]])
+    assert ncu_digest.main(["--source", str(empty)]) == 1
+    assert "no source page" in capsys.readouterr().err

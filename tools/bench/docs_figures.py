@@ -32,8 +32,8 @@ FIGURES = {
         [("backward", "bench-hopper-backward", "d", {"libffpa": "TFLOPS", "SDPA efficient": "SDPA efficient"})]),
     "mma-sync-forward": (
         "H100, mma.sync kernels, fp16 forward, B=1 H=48 N=8192: TFLOPS",
-        [("by accumulator", "bench-mma-sync-forward", "d",
-          {"libffpa f32": "f32", "libffpa qk_f16": "qk_f16", "libffpa pv_f16": "pv_f16", "libffpa f16": "f16",
+        [("fp32 accumulation", "bench-mma-sync-forward", "d",
+          {"libffpa": "f32", "libffpa before the rework": "f32 before the rework",
            "SDPA efficient": "SDPA efficient"})]),
 }
 

@@ -48,8 +48,8 @@ template <class Tag, int kHeadDimV, int kCluster = 1, bool kShareKv = false>
 struct ForwardKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
-  static constexpr int kColumns0 = forwardConsumer0Columns(kCtaColumns);  // of consumer 0
-  static constexpr int kColumns1 = forwardConsumer1Columns(kCtaColumns);  // and of consumer 1
+  static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
+  static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");

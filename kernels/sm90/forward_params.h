@@ -87,16 +87,13 @@ constexpr int columnsHeld(int headDim, BlockShare share) {
   const int left = headDim - share.first * kBlockColumns;
   return share.count == 0 ? 0 : (held < left ? held : left);
 }
-// Output columns of consumer 0 (the larger half, in whole blocks) and of consumer 1: the
-// gradient kernels' split.
-constexpr int consumer0Columns(int headDimV) { return (columnBlocks(headDimV) + 1) / 2 * kBlockColumns; }
-constexpr int consumer1Columns(int headDimV) { return columnBlocks(headDimV) / 2 * kBlockColumns; }
-
-// The forward's split: consumer 0 computes S and the softmax besides its P V, and the CTA waits
-// for it (consumer 1 spends about a third of its time waiting for P, Nsight Compute, H100), so
-// consumer 0 takes the smaller half of an odd number of blocks (d 320: 128 + 192 columns).
-constexpr int forwardConsumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns) / 2 * kBlockColumns; }
-constexpr int forwardConsumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
+// Output columns of consumer 0 and of consumer 1, in whole blocks, for the forward and the
+// gradient kernels alike: consumer 0 computes S and what follows from it (the softmax and P; in
+// the gradients also dS) besides its share of the output, and the CTA waits for it (consumer 1
+// spends a tenth to a third of its time waiting for it, Nsight Compute, H100), so consumer 1 takes
+// the larger half of an odd number of blocks (d 320: 128 + 192 columns).
+constexpr int consumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns) / 2 * kBlockColumns; }
+constexpr int consumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
 
 // The mbarriers, in shared memory after the tiles.
 enum Barrier : int {

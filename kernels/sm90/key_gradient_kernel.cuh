@@ -48,7 +48,7 @@ struct KeyGradientKernel {
   static_assert(kHeadDim % (kBlockColumns * kCluster) == 0, "whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
-  static_assert(kColumns0 <= 128 && kColumns1 >= kBlockColumns, "wgmma N: 64..128 per consumer");
+  static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 128, "wgmma N: 64..128 per consumer");
 
   struct Shared {
     uint32_t k, v, q, dO, p, ds;

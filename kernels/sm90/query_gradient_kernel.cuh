@@ -51,7 +51,7 @@ struct QueryGradientKernel {
   static_assert(kHeadDimQk % (kBlockColumns * kCluster) == 0, "d_qk: whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 384,
                 "128..384 dQ columns per CTA (two consumers of whole 64-column blocks)");
-  static_assert(kColumns0 <= 256 && kColumns1 >= kBlockColumns, "wgmma N: 64..256 per consumer");
+  static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 256, "wgmma N: 64..256 per consumer");
 
   struct Shared {
     uint32_t q, dO, k, v, ds;

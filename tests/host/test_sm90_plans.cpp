@@ -264,11 +264,11 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
       // 2 of 512's 8 V blocks, two buffers of 3 Q blocks, 3 dO blocks, P, dS, dP and two stages
       // of two exchanges.
       {FFPA_DATA_TYPE_BFLOAT16, 576, 512, "sm90.backward.bf16.dq640x2.dkdv768x4",
-       "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=128+64 exchange=S^T,dP^T:dsmem "
+       "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=64+128 exchange=S^T,dP^T:dsmem "
        "q_buffers=2 smem=214176"},
       {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.dq640x2.dkdv768x4",
-       "cluster=2 columns=192+128 exchange=S,dP:dsmem"},
-      {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.dq384x2.dkdv768x4", "cluster=2 columns=128+64"},
+       "cluster=2 columns=128+192 exchange=S,dP:dsmem"},
+      {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.dq384x2.dkdv768x4", "cluster=2 columns=64+128"},
       {FFPA_DATA_TYPE_FLOAT16, 128, 512, "sm90.backward.f16.dkdv512x2",
        "dQ: mma.sync (d_qk = 128 is outside the sm90 dQ kernel's 257..1024)"},
       // Clusters of four for dQ above 640: a quarter of Q, dO, K and V (4 blocks each; no room
@@ -277,7 +277,7 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
       {FFPA_DATA_TYPE_BFLOAT16, 1024, 1024, "sm90.backward.bf16.dq1024x4.dkdv1024x4",
        "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=128+128 exchange=S,dP:dsmem k_buffers=1 "
        "smem=230576"},
-      {FFPA_DATA_TYPE_FLOAT16, 704, 640, "sm90.backward.f16.dq768x4.dkdv768x4", "cluster=4 columns=128+64"},
+      {FFPA_DATA_TYPE_FLOAT16, 704, 640, "sm90.backward.f16.dq768x4.dkdv768x4", "cluster=4 columns=64+128"},
       {FFPA_DATA_TYPE_FLOAT16, 128, 1024, "sm90.backward.f16.dkdv1024x4", "dQ: mma.sync"},
   };
   for (const Case& c : cases) {

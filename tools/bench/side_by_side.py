@@ -496,19 +496,24 @@ def measure_ffpa(ffpa, torch, handle, attn, sets, expected, args, time_calls, ro
         row["ffpa_bwd_ms"] = time_calls(backward, list(range(len(sets))))
 
 
+def missing_cuda_torch():
+    """None when PyTorch is installed and sees a CUDA GPU, else what is missing (for a message)."""
+    try:
+        import torch
+    except ImportError as error:
+        return str(error)
+    return None if torch.cuda.is_available() else f"PyTorch {torch.__version__} sees no CUDA GPU"
+
+
 def main(argv=None):
     args = parse_args(argv)
     path = library_path(args, os.environ)
     if path:
         os.environ["FFPA_LIBRARY"] = path
     sys.path.insert(0, str(REPO / "bindings" / "python"))
-    try:
-        import torch
-        available = torch.cuda.is_available()
-    except ImportError as error:
-        available, torch = False, error
-    if not available:
-        print(f"side_by_side.py: needs PyTorch with a CUDA GPU ({torch}); nothing to time", file=sys.stderr)
+    missing = missing_cuda_torch()
+    if missing:
+        print(f"side_by_side.py: needs PyTorch with a CUDA GPU ({missing}); nothing to time", file=sys.stderr)
         return 77
     import ffpa
     try:

@@ -131,8 +131,12 @@ struct ForwardKernel {
 
   // --- consumers ---------------------------------------------------------------------------------
 
+  // O *= the row scales, where a row of the warp moved its reference maximum (factor != 1; after
+  // the first tiles rarely): one decision for the warp, and N / 2 multiplications fewer on most
+  // tiles.
   template <int N>
   static FFPA_DEVICE void rescale(float (&o)[N / 2], const float (&factor)[2]) {
+    if (!warpAny(factor[0] != 1.0f || factor[1] != 1.0f)) return;
     #pragma unroll
     for (int i = 0; i < N / 2; ++i) o[i] *= factor[i / 2 % 2];
   }
@@ -223,7 +227,6 @@ struct ForwardKernel {
         scaleAndMax<true>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);
       }
       float factor[2];
-      bool moved = false;  // whether a row of this thread moved its reference maximum
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
         #pragma unroll
@@ -237,8 +240,9 @@ struct ForwardKernel {
         // A row that has seen no visible key keeps max -inf: exponentiate against 0 so that its
         // scores give exp2(-inf) = 0, never -inf - -inf = NaN.
         const float base = newMax == kNegativeInfinity ? 0.0f : newMax;
+        // Exactly 1 where the reference stays, at most 2^-8 (0 from -inf) where it moves: rescale
+        // tells the two apart by it.
         factor[half] = moves ? exp2Approx(max[half] - base) : 1.0f;
-        moved = moved || moves;
         max[half] = newMax;
         // Two partial sums: half the chain of dependent additions.
         float tileSum[2] = {0.0f, 0.0f};
@@ -274,9 +278,7 @@ struct ForwardKernel {
       // P is in shared memory: `score` is free for the next tile's S. In a cluster, S(j + 1) is
       // issued before O0 += P V(j), so that its partial travels to the other CTA while P V runs
       // (the round trip would otherwise stand between every tile's S and its softmax).
-      // O is rescaled only when a row of the warp moved its reference maximum (rarely after the
-      // first tiles): 128 multiplications fewer on most tiles, in the warp that paces the CTA.
-      if (warpAny(moved)) rescale<kColumns0>(o, factor);
+      rescale<kColumns0>(o, factor);
       const bool next = tile + 1 < at.tiles;
       // After the last tile the group of S is an empty one: the wgmma sequence stays the same on
       // every iteration, which ptxas needs to keep the two groups in flight together.
@@ -337,7 +339,7 @@ struct ForwardKernel {
       const int slot = tile & 1;
       mbarrierWait(s.barrier(kPFull0 + slot), (tile / 2) & 1);
       const float factor[2] = {s.rowScale[slot * kRows + me.row(0)], s.rowScale[slot * kRows + me.row(1)]};
-      if (warpAny(factor[0] != 1.0f || factor[1] != 1.0f)) rescale<kColumns1>(o, factor);
+      rescale<kColumns1>(o, factor);
       mbarrierWait(s.barrier(kVFull), tile & 1);
       accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes,
                                            s.v + (kColumns0 / kBlockColumns) * kBlockBytes);

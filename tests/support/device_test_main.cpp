@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+
 int main(int argc, char** argv) {
   doctest::Context context(argc, argv);
   int devices = 0;

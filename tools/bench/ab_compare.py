@@ -19,7 +19,6 @@ A/B as a speed ratio (above 1: A is faster). Exit status: 0 done, 1 a check or a
 """
 import argparse
 import importlib.util
-import math
 import os
 import pathlib
 import statistics
@@ -142,43 +141,14 @@ def table(rows, labels, backward):
 
 
 def prepare(module, torch, args, sets):
-    """One build's handle and its forward / backward calls over the input sets, with outputs
-    poisoned: (forward(i), backward(i) or None, outputs, gradients, kernel name, close)."""
+    """One build's handle, with the --policy settings, and its calls over the input sets
+    (side_by_side.ffpa_calls): (forward, backward or None, outs, grads, kernel, close)."""
     handle = module.Handle()
     handle.stream = torch.cuda.current_stream().cuda_stream
     for name, value in args.policy:
         handle.set_policy(name, int(value) if value.lstrip("-").isdigit() else value)
-    attn = module.AttentionDesc(causal=args.causal)
-    q = sets[0][0]
-    desc = module.array_view(q).tensor_desc()
-    outs = [torch.full_like(q, math.nan) for _ in sets]
-    lses = [torch.empty(q.shape[:3], device=q.device, dtype=torch.float32) for _ in sets]
-    lse_desc = module.array_view(lses[0]).tensor_desc()
-    nbytes = handle.forward_workspace_size(attn, desc, desc, desc, desc, lse_desc)
-    workspace = torch.empty(max(nbytes, 1), device=q.device, dtype=torch.uint8)
-    kernel = handle.describe_forward_plan(attn, desc, desc, desc, desc, lse_desc).kernel
-
-    def forward(i):
-        s = sets[i % len(sets)]
-        handle.forward(attn, desc, s[0].data_ptr(), desc, s[1].data_ptr(), desc, s[2].data_ptr(), desc,
-                       outs[i % len(sets)].data_ptr(), lse=lse_desc, lse_ptr=lses[i % len(sets)].data_ptr(),
-                       workspace=workspace.data_ptr(), workspace_size=nbytes)
-
-    backward, grads = None, None
-    if args.bwd:
-        grads = [torch.full_like(q, math.nan) for _ in range(3)]
-        back_bytes = handle.backward_workspace_size(attn, desc, desc, desc, desc, desc, lse_desc, desc, desc, desc)
-        back = torch.empty(max(back_bytes, 1), device=q.device, dtype=torch.uint8)
-
-        def backward(i):
-            j = i % len(sets)
-            s, o, lse = sets[j], outs[j], lses[j]
-            handle.backward(attn, desc, s[0].data_ptr(), desc, s[1].data_ptr(), desc, s[2].data_ptr(), desc,
-                            o.data_ptr(), desc, s[3].data_ptr(), lse_desc, lse.data_ptr(), desc, grads[0].data_ptr(),
-                            desc, grads[1].data_ptr(), desc, grads[2].data_ptr(), workspace=back.data_ptr(),
-                            workspace_size=back_bytes)
-
-    return forward, backward, outs, grads, kernel, handle.close
+    calls = sbs.ffpa_calls(module, torch, handle, module.AttentionDesc(causal=args.causal), sets, args.bwd)
+    return (*calls, handle.close)
 
 
 def run(args):
@@ -191,14 +161,7 @@ def run(args):
     is_causal = args.causal != "none"
 
     def timed(call, i):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(sbs.SPIN_CYCLES)
-        start.record(stream)
-        call(args.warmup + i)
-        stop.record(stream)
-        stop.synchronize()
-        return start.elapsed_time(stop)
+        return sbs.time_call(torch, stream, call, (args.warmup + i) % args.rotate)
 
     rows, notes = [], []
     generator = torch.Generator(device="cuda")
@@ -223,7 +186,7 @@ def run(args):
                     row[f"{side}_check"] = sbs.verdict(difference, expected_o.abs().max().item(), "f32")
                     row[f"{side}_kernel"] = kernel
                     for i in range(args.warmup):
-                        forward(i)
+                        forward(i % len(sets))
                 row["a_ms"], row["b_ms"] = interleaved_medians(
                     [prepared["a"][0], prepared["b"][0]], args.iters, timed)
                 if args.bwd:
@@ -231,11 +194,9 @@ def run(args):
                         for i in range(len(sets)):
                             forward(i)  # each backward reads the O and LSE of its own input set
                         backward(0)
-                        ratios = [(mine.float() - theirs).abs().max().item() / theirs.abs().max().item()
-                                  for mine, theirs in zip(grads, expected_grads)]
-                        row[f"{side}_bwd_check"] = sbs.gradient_verdict(ratios)
+                        row[f"{side}_bwd_check"] = sbs.gradient_verdict(sbs.gradient_ratios(grads, expected_grads))
                         for i in range(args.warmup):
-                            backward(i)
+                            backward(i % len(sets))
                     row["a_bwd_ms"], row["b_bwd_ms"] = interleaved_medians(
                         [prepared["a"][1], prepared["b"][1]], args.iters, timed)
                 for *_, close in prepared.values():

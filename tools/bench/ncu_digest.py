@@ -180,22 +180,19 @@ def find_column(header, patterns):
 
 def read_source_page(path):
     """The kernels of one source-page CSV: (kernel name, [(address, sass, samples)]), in address
-    order. A "Kernel Name" row (or a line naming an ffpa kernel) names the next kernel; a row with
-    an Address and a Source column is its header."""
+    order. A "Kernel Name" row names the next kernel; a row with an Address and a Source column
+    is its header; lines that are not CSV rows (ncu's own) are skipped."""
     kernels = []
     name, columns = None, None
     with open(path, newline="") as f:
         for line in f:
             if not line.strip():
                 continue
-            row = next(csv.reader([line])) if line.startswith('"') else None
-            if row and row[0].strip() == "Kernel Name" and len(row) > 1:
-                name = short_kernel_name(row[1])
+            if not line.startswith('"'):
                 continue
-            if row is None:
-                match = re.search(r"(ffpa::\S.*\))", line)
-                if match:
-                    name = short_kernel_name(match.group(1))
+            row = next(csv.reader([line]))
+            if row[0].strip() == "Kernel Name" and len(row) > 1:
+                name = short_kernel_name(row[1])
                 continue
             text, address = find_column(row, SOURCE_TEXT), find_column(row, SOURCE_ADDRESS)
             if text is not None and address is not None and number(row[address]) is None:

@@ -321,6 +321,19 @@ def report_header(args, device, versions, gemm_tflops):
 
 # --- The run on the GPU ---------------------------------------------------------------------------------
 
+def time_call(torch, stream, call, argument):
+    """Milliseconds of call(argument) on `stream`, between CUDA events, behind a spin kernel (so
+    that the host's enqueueing is not timed)."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if hasattr(torch.cuda, "_sleep"):
+        torch.cuda._sleep(SPIN_CYCLES)
+    start.record(stream)
+    call(argument)
+    stop.record(stream)
+    stop.synchronize()
+    return start.elapsed_time(stop)
+
+
 def run(args):
     """Measures every row; returns (rows, notes, header)."""
     import torch
@@ -338,17 +351,8 @@ def run(args):
     def time_calls(call, sets):
         for i in range(args.warmup):
             call(sets[i % len(sets)])
-        times = []
-        for i in range(args.iters):
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if hasattr(torch.cuda, "_sleep"):
-                torch.cuda._sleep(SPIN_CYCLES)
-            start.record(stream)
-            call(sets[(args.warmup + i) % len(sets)])
-            stop.record(stream)
-            stop.synchronize()
-            times.append(start.elapsed_time(stop))
-        return statistics.median(times)
+        return statistics.median(time_call(torch, stream, call, sets[(args.warmup + i) % len(sets)])
+                                 for i in range(args.iters))
 
     a = torch.randn(GEMM_SIZE, GEMM_SIZE, device=device, dtype=torch.bfloat16)
     b = torch.randn(GEMM_SIZE, GEMM_SIZE, device=device, dtype=torch.bfloat16)
@@ -446,54 +450,67 @@ def time_sdpa_backward(torch, F, sets, is_causal, time_calls):
     return time_calls(lambda g: torch.autograd.grad(g[0], g[1], g[2], retain_graph=True), graphs)
 
 
-def measure_ffpa(ffpa, torch, handle, attn, sets, expected, args, time_calls, row):
-    """libffpa's forward (and backward) on the same tensors, through prepared descriptors, so that
-    each timed call is one ctypes call."""
-    q, k, v, do = sets[0]
+def ffpa_calls(ffpa, torch, handle, attn, sets, with_backward):
+    """libffpa's forward(i) and backward(i) on input set i, through descriptors prepared once so
+    that each call is one ctypes call; outputs and gradients poisoned (NaN), so that an element a
+    call leaves unwritten shows in a check. Returns (forward, backward or None, outs, grads,
+    kernel); backward(i) reads the O and LSE the forward of set i left."""
+    q = sets[0][0]
     desc = ffpa.array_view(q).tensor_desc()
-    outs = [torch.empty_like(q) for _ in sets]
+    outs = [torch.full_like(q, math.nan) for _ in sets]
     lses = [torch.empty(q.shape[:3], device=q.device, dtype=torch.float32) for _ in sets]
     lse_desc = ffpa.array_view(lses[0]).tensor_desc()
     nbytes = handle.forward_workspace_size(attn, desc, desc, desc, desc, lse_desc)
     workspace = torch.empty(max(nbytes, 1), device=q.device, dtype=torch.uint8)
-    row["kernel"] = handle.describe_forward_plan(attn, desc, desc, desc, desc, lse_desc).kernel
-    calls = []
-    for (q, k, v, do), o, lse in zip(sets, outs, lses):
-        o.fill_(math.nan)  # poisoned: an element the call leaves unwritten shows in the check
-        calls.append((q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr()))
+    kernel = handle.describe_forward_plan(attn, desc, desc, desc, desc, lse_desc).kernel
 
-    def forward(ptrs):
-        handle.forward(attn, desc, ptrs[0], desc, ptrs[1], desc, ptrs[2], desc, ptrs[3], lse=lse_desc,
-                       lse_ptr=ptrs[4], workspace=workspace.data_ptr(), workspace_size=nbytes)
+    # Per input set: the addresses of Q, K, V, dO, O and LSE.
+    ptrs = [[t.data_ptr() if t is not None else 0 for t in (*s, o, lse)] for s, o, lse in zip(sets, outs, lses)]
 
+    def forward(i):
+        q, k, v, _, o, lse = ptrs[i]
+        handle.forward(attn, desc, q, desc, k, desc, v, desc, o, lse=lse_desc, lse_ptr=lse,
+                       workspace=workspace.data_ptr(), workspace_size=nbytes)
+
+    if not with_backward:
+        return forward, None, outs, None, kernel
+    grads = [torch.full_like(q, math.nan) for _ in range(3)]
+    back_bytes = handle.backward_workspace_size(attn, desc, desc, desc, desc, desc, lse_desc, desc, desc, desc)
+    back = torch.empty(max(back_bytes, 1), device=q.device, dtype=torch.uint8)
+
+    def backward(i):
+        q, k, v, do, o, lse = ptrs[i]
+        handle.backward(attn, desc, q, desc, k, desc, v, desc, o, desc, do, lse_desc, lse, desc,
+                        grads[0].data_ptr(), desc, grads[1].data_ptr(), desc, grads[2].data_ptr(),
+                        workspace=back.data_ptr(), workspace_size=back_bytes)
+
+    return forward, backward, outs, grads, kernel
+
+
+def gradient_ratios(grads, expected_grads):
+    """max |dX - dX_fp32| / max |dX_fp32| for each of dQ, dK, dV."""
+    return [(mine.float() - theirs).abs().max().item() / theirs.abs().max().item()
+            for mine, theirs in zip(grads, expected_grads)]
+
+
+def measure_ffpa(ffpa, torch, handle, attn, sets, expected, args, time_calls, row):
+    """libffpa's forward (and backward) on the same tensors (ffpa_calls)."""
+    forward, backward, outs, grads, row["kernel"] = ffpa_calls(ffpa, torch, handle, attn, sets, args.bwd)
+    indices = list(range(len(sets)))
     expected_o, expected_grads = expected
-    forward(calls[0])
+    forward(0)
     difference = (outs[0].float() - expected_o).abs().max().item()
     row["max_abs"] = difference
     row["check"] = verdict(difference, expected_o.abs().max().item(), row["acc"])
-    row["ffpa_ms"] = time_calls(forward, calls)
+    row["ffpa_ms"] = time_calls(forward, indices)
     if args.bwd:
-        for ptrs in calls:
-            forward(ptrs)  # each backward reads the O and LSE of its own input set
-        grads = [torch.empty_like(q) for _ in range(3)]
-        back_bytes = handle.backward_workspace_size(attn, desc, desc, desc, desc, desc, lse_desc, desc, desc, desc)
-        back = torch.empty(max(back_bytes, 1), device=q.device, dtype=torch.uint8)
-
-        def backward(i):
-            (q, k, v, do), o, lse = sets[i], outs[i], lses[i]
-            handle.backward(attn, desc, q.data_ptr(), desc, k.data_ptr(), desc, v.data_ptr(), desc, o.data_ptr(),
-                            desc, do.data_ptr(), lse_desc, lse.data_ptr(), desc, grads[0].data_ptr(), desc,
-                            grads[1].data_ptr(), desc, grads[2].data_ptr(), workspace=back.data_ptr(),
-                            workspace_size=back_bytes)
-
-        for grad in grads:
-            grad.fill_(math.nan)
+        for i in indices:
+            forward(i)  # each backward reads the O and LSE of its own input set
         backward(0)
-        ratios = [(mine.float() - theirs).abs().max().item() / theirs.abs().max().item()
-                  for mine, theirs in zip(grads, expected_grads)]
+        ratios = gradient_ratios(grads, expected_grads)
         row["bwd_max_rel"] = max(ratios, key=lambda r: math.inf if math.isnan(r) else r)
         row["bwd_check"] = gradient_verdict(ratios)
-        row["ffpa_bwd_ms"] = time_calls(backward, list(range(len(sets))))
+        row["ffpa_bwd_ms"] = time_calls(backward, indices)
 
 
 def missing_cuda_torch():

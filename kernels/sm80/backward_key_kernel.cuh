@@ -162,15 +162,15 @@ struct KeyGradientKernel {
                                      AccumulatorTile<kQueryTiles>& acc) {
     const GradientLayout& l = p.keyLayout;
     const uint32_t rows = pipe.shared + l.rowsOffset;
+    const uint32_t aPanelBytes = kKeys * 32, bPanelBytes = kQueries * 32;
+    const uint32_t aLane = laneOffsetA(32, c.warpRow);
+    const uint32_t bLane = laneOffsetRowsB<kQueryTiles>(32, c.colWarp * kShape.queriesPerWarp);
     for (int i = 0; i < count; ++i) {
       const uint32_t slot = pipe.acquire();
       const int firstPanel = i * l.scorePanelsPerStep;
       const int panels = min2(l.scorePanelsPerStep, panelsTotal - firstPanel);
-      for (int panel = 0; panel < panels; ++panel) {
-        uint32_t a[4];
-        loadRowsA(a, rows, kKeys, 32, c.warpRow, rowPanel0 + firstPanel + panel);
-        accumulateScores(acc, a, slot, kQueries, c.colWarp * kShape.queriesPerWarp, panel, Tag{});
-      }
+      accumulateScores(acc, rows + (rowPanel0 + firstPanel) * aPanelBytes + aLane, aPanelBytes, slot + bLane,
+                       bPanelBytes, panels, Tag{});
     }
   }
 

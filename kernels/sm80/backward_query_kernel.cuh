@@ -155,20 +155,16 @@ struct QueryGradientKernel {
                                      AccumulatorTile<kKeyTiles>& acc) {
     const GradientLayout& l = p.queryLayout;
     const uint32_t rows = pipe.shared + l.rowsOffset;
+    const uint32_t aPanelBytes = kRows * 32, bPanelBytes = kKeys * 32;
+    const uint32_t aLane = laneOffsetA(32, c.warpRow);
+    const uint32_t bLane = laneOffsetRowsB<kKeyTiles>(32, c.colWarp * kShape.keysPerWarp);
     for (int i = 0; i < count; ++i) {
       const uint32_t slot = pipe.acquire();
       const int firstPanel = i * l.scorePanelsPerStep;
       const int panels = min2(l.scorePanelsPerStep, panelsTotal - firstPanel);
-      for (int panel = 0; panel < panels; ++panel) {
-        uint32_t a[4];
-        if (l.persistRows) {
-          loadRowsA(a, rows, kRows, 32, c.warpRow, rowPanel0 + firstPanel + panel);
-        } else {
-          loadRowsA(a, slot, kRows, 32, c.warpRow, panel);
-        }
-        accumulateScores(acc, a, slot + l.slotColumnsOffset, kKeys, c.colWarp * kShape.keysPerWarp,
-                         panel, Tag{});
-      }
+      const uint32_t aFirst = l.persistRows ? rows + (rowPanel0 + firstPanel) * aPanelBytes : slot;
+      accumulateScores(acc, aFirst + aLane, aPanelBytes, slot + l.slotColumnsOffset + bLane, bPanelBytes, panels,
+                       Tag{});
     }
   }
 

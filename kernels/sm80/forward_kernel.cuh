@@ -128,9 +128,8 @@ struct ForwardKernel {
   static FFPA_DEVICE void issueStep(const ForwardParams& p, const Coordinates& c, int tile, int inTile,
                                     uint32_t base) {
     const int qkPanels = p.headDimQk / 16;
-    const int qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
     const int firstKey = keyTile(p, c, tile).firstKey;
-    if (inTile < qkSteps) {
+    if (inTile < p.qkSteps) {
       const int firstPanel = inTile * p.qkPanelsPerStep;
       const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
@@ -145,7 +144,7 @@ struct ForwardKernel {
       // Panel i of a V step: panel i / kColWarps of the step for column warp i % kColWarps (the
       // column warps' panels interleaved, so that finding them takes no run-time division).
       const int w = p.vPanelsPerStep;
-      const int firstPanel = (inTile - qkSteps) * w;
+      const int firstPanel = (inTile - p.qkSteps) * w;
       auto column = [=](int panel) {
         const int warpPanel = firstPanel + panel / kColWarps;
         return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
@@ -190,34 +189,10 @@ struct ForwardKernel {
     }
   };
 
-  // Q K^T of one panel for the warp's keys: S += Q[16 rows, panel] K[keys, panel]^T.
-  static FFPA_DEVICE void scorePanel(Scores& s, const uint32_t (&a)[4], uint32_t kTile, int kRowBytes,
-                                     int panel, int colWarp) {
-    const int key0 = colWarp * kShape.keysPerWarp;
-    if constexpr (kKeyTiles == 1) {
-      uint32_t b[2];
-      loadRowsB(b, kTile, kKeys, kRowBytes, key0, panel);
-      s.mma(0, a, b);
-    } else if constexpr (kPipeKv) {
-      // Ping-pong: the fragments of the next 16 keys load while the current ones multiply.
-      uint32_t b[2][4];
-      loadRowsB(b[0], kTile, kKeys, kRowBytes, key0, panel);
-#pragma unroll
-      for (int n = 0; n < kKeyTiles; n += 2) {
-        if (n + 2 < kKeyTiles) loadRowsB(b[(n / 2 + 1) % 2], kTile, kKeys, kRowBytes, key0 + 8 * n + 16, panel);
-        const uint32_t(&cur)[4] = b[(n / 2) % 2];
-        s.mma(n, a, {cur[0], cur[1]});
-        s.mma(n + 1, a, {cur[2], cur[3]});
-      }
-    } else {
-#pragma unroll
-      for (int n = 0; n < kKeyTiles; n += 2) {
-        uint32_t b[4];
-        loadRowsB(b, kTile, kKeys, kRowBytes, key0 + 8 * n, panel);
-        s.mma(n, a, {b[0], b[1]});
-        s.mma(n + 1, a, {b[2], b[3]});
-      }
-    }
+  // Q K^T of one panel for the warp's keys: S += Q[16 rows, panel] K[keys, panel]^T, K read at
+  // the lane's address `kLane` in the panel (laneOffsetRowsB of the warp's first key).
+  static FFPA_DEVICE void scorePanel(Scores& s, const uint32_t (&a)[4], uint32_t kLane, int kRowBytes) {
+    forEachRowsB<kKeyTiles, kPipeKv>(kLane, kRowBytes, [&](int n, const uint32_t(&b)[2]) { s.mma(n, a, b); });
   }
 
   // Output accumulators: fp32 (o[n][0..1] row g, [2..3] row g + 8) or fp16 pairs.
@@ -269,35 +244,45 @@ struct ForwardKernel {
     }
   };
 
-  // O += P V for output panel `panel` of the warp (V panel `vPanel` of the step's slot).
-  static FFPA_DEVICE void valuePanel(Output& o, const uint32_t (&pFrag)[kKeySteps][4], uint32_t vTile,
-                                     int vRowBytes, int vPanel, int panel) {
+  // O += P V for output panels `panel` and, with kPair, panel + 1 of the warp, from the V panel
+  // at `vLane` (the lane's address in it) and the next one `panelStride` further. The k16 steps
+  // are outermost, so that the MMAs of the two panels, which write different accumulators, follow
+  // each other without waiting for one another. V fragments: with kVInRegisters all of them
+  // (both panels, every k16 step) load before the first MMA; with kPipeKv those of the next k16
+  // step load while the current ones multiply; else each step's load just before its MMAs.
+  template <bool kPair>
+  static FFPA_DEVICE void valuePanels(Output& o, const uint32_t (&pFrag)[kKeySteps][4], uint32_t vLane,
+                                      uint32_t panelStride, int vRowBytes, int panel) {
+    constexpr int kPanels = kPair ? 2 : 1;
+    // The second panel's accumulators (a panel past the warp's last is never handed over).
+    const int second = kPair && panel + 1 < kOutPanels ? panel + 1 : panel;
+    const uint32_t stepBytes = 16u * vRowBytes;
+    // Fragments of k16 step j of both panels: all steps, two in turn, or one at a time.
+    constexpr int kHeld = kVInRegisters ? kKeySteps : kPipeKv ? 2 : 1;
+    uint32_t b[kHeld][kPanels][4];
+    auto load = [&](int j) {
+#pragma unroll
+      for (int q = 0; q < kPanels; ++q) loadMatrixX4Trans(b[j % kHeld][q], vLane + q * panelStride + j * stepBytes);
+    };
     if constexpr (kVInRegisters) {
-      // All fragments of the panel first, then the MMAs back to back.
-      uint32_t b[kKeySteps][4];
 #pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) loadColumnsB(b[j], vTile, kKeys, vRowBytes, 16 * j, vPanel);
-#pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) {
-        o.mma(2 * panel, pFrag[j], {b[j][0], b[j][1]});
-        o.mma(2 * panel + 1, pFrag[j], {b[j][2], b[j][3]});
-      }
+      for (int j = 0; j < kKeySteps; ++j) load(j);
     } else if constexpr (kPipeKv) {
-      uint32_t b[2][4];
-      loadColumnsB(b[0], vTile, kKeys, vRowBytes, 0, vPanel);
+      load(0);
+    }
 #pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) {
-        if (j + 1 < kKeySteps) loadColumnsB(b[(j + 1) % 2], vTile, kKeys, vRowBytes, 16 * (j + 1), vPanel);
-        o.mma(2 * panel, pFrag[j], {b[j % 2][0], b[j % 2][1]});
-        o.mma(2 * panel + 1, pFrag[j], {b[j % 2][2], b[j % 2][3]});
+    for (int j = 0; j < kKeySteps; ++j) {
+      if constexpr (kPipeKv && !kVInRegisters) {
+        if (j + 1 < kKeySteps) load(j + 1);
+      } else if constexpr (!kVInRegisters) {
+        load(j);
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) {
-        uint32_t b[4];
-        loadColumnsB(b, vTile, kKeys, vRowBytes, 16 * j, vPanel);
-        o.mma(2 * panel, pFrag[j], {b[0], b[1]});
-        o.mma(2 * panel + 1, pFrag[j], {b[2], b[3]});
+      const uint32_t(&cur)[kPanels][4] = b[j % kHeld];
+      o.mma(2 * panel, pFrag[j], {cur[0][0], cur[0][1]});
+      o.mma(2 * panel + 1, pFrag[j], {cur[0][2], cur[0][3]});
+      if constexpr (kPair) {
+        o.mma(2 * second, pFrag[j], {cur[1][0], cur[1][1]});
+        o.mma(2 * second + 1, pFrag[j], {cur[1][2], cur[1][3]});
       }
     }
   }
@@ -465,10 +450,8 @@ struct ForwardKernel {
     const Coordinates c = locate(p);
     const uint32_t shared = sharedAddress(sharedMemory());
     const int qkPanels = p.headDimQk / 16;
-    const int qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
-    const int vSteps = (kOutPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
     const int tiles = visibleTiles(p, c);
-    auto pipe = makeStepPipeline(p.rings, shared, qkSteps, vSteps, tiles,
+    auto pipe = makeStepPipeline(p.rings, shared, p.qkSteps, p.vSteps, tiles,
                                  [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, tile, inTile, slot); });
 
     RowStats stats;
@@ -501,26 +484,26 @@ struct ForwardKernel {
     for (int tile = 0; tile < tiles; ++tile) {
       Scores s;
       s.clear();
+      const uint32_t kLane = p.qkSlotKOffset + laneOffsetRowsB<kKeyTiles>(p.kRowBytes, c.colWarp * kShape.keysPerWarp);
       if constexpr (kQInRegisters) {
         // K panels of a step: one stride of kKeys rows apart.
         forEachStepPanel<kQRegisterPanels>(
-            pipe, qkPanels, p.qkPanelsPerStep, uint32_t(kKeys * p.kRowBytes), [&](uint32_t kPanel, int panel) {
-              scorePanel(s, qFrag[panel], kPanel + p.qkSlotKOffset, p.kRowBytes, 0, c.colWarp);
-            });
+            pipe, qkPanels, p.qkPanelsPerStep, uint32_t(kKeys * p.kRowBytes),
+            [&](uint32_t kPanel, int panel) { scorePanel(s, qFrag[panel], kPanel + kLane, p.kRowBytes); });
       } else {
-        for (int qkStep = 0; qkStep < qkSteps; ++qkStep) {
+        // The Q and K panels of a step lie one panel stride apart; the persisted Q tile's panel
+        // of the step's first panel replaces the slot's Q.
+        const uint32_t qPanelBytes = uint32_t(kRows * p.qRowBytes), kPanelBytes = uint32_t(kKeys * p.kRowBytes);
+        const uint32_t qLane = laneOffsetA(p.qRowBytes, c.warpRow);
+        for (int firstPanel = 0; firstPanel < qkPanels; firstPanel += p.qkPanelsPerStep) {
           const uint32_t slot = pipe.acquire();
-          const int firstPanel = qkStep * p.qkPanelsPerStep;
           const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
-          for (int panel = 0; panel < panels; ++panel) {
+          const uint32_t qAddress = (p.persistQ ? shared + p.qPersistOffset + firstPanel * qPanelBytes : slot) + qLane;
+          forEachScorePanel(qAddress, qPanelBytes, slot + kLane, kPanelBytes, panels, [&](uint32_t q, uint32_t k) {
             uint32_t a[4];
-            if (p.persistQ) {
-              loadRowsA(a, shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, firstPanel + panel);
-            } else {
-              loadRowsA(a, slot, kRows, p.qRowBytes, c.warpRow, panel);
-            }
-            scorePanel(s, a, slot + p.qkSlotKOffset, p.kRowBytes, panel, c.colWarp);
-          }
+            loadMatrixX4(a, q);
+            scorePanel(s, a, k, p.kRowBytes);
+          });
         }
       }
 
@@ -529,10 +512,14 @@ struct ForwardKernel {
 
       // The V panels of a step, one per column warp per output panel, are interleaved: the
       // warp's panel for output panel `panel` is kColWarps panels of kKeys rows after the last.
-      forEachStepPanel<kOutPanels>(pipe, kOutPanels, p.vPanelsPerStep, uint32_t(kColWarps * kKeys * p.vRowBytes),
-                                   [&](uint32_t vPanel, int panel) {
-                                     valuePanel(o, pFrag, vPanel, p.vRowBytes, c.colWarp, panel);
-                                   });
+      const uint32_t vPanelStride = uint32_t(kColWarps * kKeys * p.vRowBytes);
+      // The lane's address in the warp's V panel of column warp colWarp's interleaved ones.
+      const uint32_t vLane = uint32_t(c.colWarp * kKeys * p.vRowBytes) + laneOffsetA(p.vRowBytes, 0);
+      forEachStepPanelPair<kOutPanels>(pipe, kOutPanels, p.vPanelsPerStep, vPanelStride,
+                                       [&](uint32_t vPanel, int panel, auto pair) {
+                                         valuePanels<decltype(pair)::value>(o, pFrag, vPanel + vLane, vPanelStride,
+                                                                            p.vRowBytes, panel);
+                                       });
     }
     finish(p, c, stats, o);
   }

@@ -71,6 +71,8 @@ struct ForwardParams : ProblemSizes {
   StepRings rings;
   int32_t qkPanelsPerStep;
   int32_t vPanelsPerStep;
+  int32_t qkSteps;  // steps per KV tile of each kind (worked out here: a division in the kernel
+  int32_t vSteps;   // costs some 20 instructions, and a step is issued a few times per tile)
   int32_t persistQ;        // the Q tile is loaded once into shared memory (d_qk <= 320)
   int32_t qRowBytes;       // 32: swizzled panel rows; 48: padded panel rows
   int32_t kRowBytes;
@@ -108,13 +110,18 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
     p.qkPanelsPerStep = qkPanels;
     p.vPanelsPerStep = warpPanels;
   } else {
-    // About 16 MMAs per warp between two block barriers by default.
-    const int qkDefault = 16 / keyTiles < 8 ? 16 / keyTiles : 8;
+    // About 32 MMAs per warp between two block barriers by default: a step's issue (its copies,
+    // the wait and the barrier) costs about as many instructions as 16 MMAs with their ldmatrix,
+    // and a larger step also lets a copy's latency pass behind more MMAs. (The planner halves
+    // these where two stages of them do not fit the device's shared memory.)
+    const int qkDefault = 32 / keyTiles < 8 ? 32 / keyTiles : 8;
     p.qkPanelsPerStep = choice.qkPanelsPerStep > 0 ? choice.qkPanelsPerStep : qkDefault;
-    p.vPanelsPerStep = choice.vPanelsPerStep > 0 ? choice.vPanelsPerStep : 2;
+    p.vPanelsPerStep = choice.vPanelsPerStep > 0 ? choice.vPanelsPerStep : 4;
     if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;
     if (p.vPanelsPerStep > warpPanels) p.vPanelsPerStep = warpPanels;
   }
+  p.qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
+  p.vSteps = (warpPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
   p.persistQ = choice.persistQ;
   p.qRowBytes = choice.swizzleQ ? 32 : 48;
   p.kRowBytes = choice.swizzleK ? 32 : 48;

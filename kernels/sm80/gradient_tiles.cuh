@@ -33,38 +33,39 @@ struct AccumulatorTile {
   }
 };
 
-// S[16 rows, 8 * kTiles columns] += A[16 rows, panel] B[rows b0 .. b0 + 8 * kTiles of the B tile,
-// panel]^T: A given as a fragment, B rows read from the B tile in shared memory.
+// S[16 rows, 8 * kTiles columns] += A[16 rows, p] B[8 * kTiles rows, p]^T over panels p of one
+// step: A's rows from the lane's address `aLane` in the step's first A panel (laneOffsetA), B's
+// from `bLane` in its first B panel (laneOffsetRowsB), panels one stride apart; rows of 32 bytes.
 template <int kTiles, class Tag>
-FFPA_DEVICE void accumulateScores(AccumulatorTile<kTiles>& s, const uint32_t (&a)[4], uint32_t bTile,
-                                  int bRows, int b0, int panel, Tag tag) {
-  if constexpr (kTiles == 1) {
-    uint32_t b[2];
-    loadRowsB(b, bTile, bRows, 32, b0, panel);
-    mmaF32(s.f[0], a, b, s.f[0], tag);
-  } else {
-    static_assert(kTiles % 2 == 0, "B rows are loaded 16 at a time");
-#pragma unroll
-    for (int n = 0; n < kTiles; n += 2) {
-      uint32_t b[4];
-      loadRowsB(b, bTile, bRows, 32, b0 + 8 * n, panel);
-      mmaF32(s.f[n], a, {b[0], b[1]}, s.f[n], tag);
-      mmaF32(s.f[n + 1], a, {b[2], b[3]}, s.f[n + 1], tag);
-    }
-  }
+FFPA_DEVICE void accumulateScores(AccumulatorTile<kTiles>& s, uint32_t aLane, uint32_t aPanelBytes, uint32_t bLane,
+                                  uint32_t bPanelBytes, int panels, Tag tag) {
+  forEachScorePanel(aLane, aPanelBytes, bLane, bPanelBytes, panels, [&](uint32_t aPanel, uint32_t bPanel) {
+    uint32_t a[4];
+    loadMatrixX4(a, aPanel);
+    forEachRowsB<kTiles, false>(bPanel, 32, [&](int n, const uint32_t(&b)[2]) { mmaF32(s.f[n], a, b, s.f[n], tag); });
+  });
 }
 
-// C[16 rows, n8 tiles 2 * tile .. +1] += A[16 rows, 16 * kSteps] B[16 * kSteps rows of the B tile,
-// panel]: A as kSteps fragments, B rows k16 at a time with ldmatrix.trans.
-template <int kSteps, int kTiles, class Tag>
-FFPA_DEVICE void accumulatePanel(AccumulatorTile<kTiles>& c, int tile, const uint32_t (&a)[kSteps][4],
-                                 uint32_t bTile, int bRows, int panel, Tag tag) {
+// C[16 rows, n8 tiles 2 * tile .. +1] += A[16 rows, 16 * kSteps] B[16 * kSteps rows, panel]
+// and, with kPair, the same for tile + 1 and the panel `panelStride` further: A as kSteps
+// fragments, B rows k16 at a time with ldmatrix.trans from the lane's address `bLane` in the
+// panel (laneOffsetA); the k16 steps outermost, so that the two panels' MMAs, which write
+// different accumulators, follow each other without waiting for one another.
+template <bool kPair, int kSteps, int kTiles, class Tag>
+FFPA_DEVICE void accumulatePanels(AccumulatorTile<kTiles>& c, int tile, const uint32_t (&a)[kSteps][4],
+                                  uint32_t bLane, uint32_t panelStride, Tag tag) {
+  const int second = kPair && 2 * tile + 3 < kTiles ? tile + 1 : tile;  // never past the last tile
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
-    uint32_t b[4];
-    loadColumnsB(b, bTile, bRows, 32, 16 * j, panel);
-    mmaF32(c.f[2 * tile], a[j], {b[0], b[1]}, c.f[2 * tile], tag);
-    mmaF32(c.f[2 * tile + 1], a[j], {b[2], b[3]}, c.f[2 * tile + 1], tag);
+    uint32_t b[kPair ? 2 : 1][4];
+    loadMatrixX4Trans(b[0], bLane + j * 16 * 32);
+    if constexpr (kPair) loadMatrixX4Trans(b[1], bLane + panelStride + j * 16 * 32);
+    mmaF32(c.f[2 * tile], a[j], {b[0][0], b[0][1]}, c.f[2 * tile], tag);
+    mmaF32(c.f[2 * tile + 1], a[j], {b[0][2], b[0][3]}, c.f[2 * tile + 1], tag);
+    if constexpr (kPair) {
+      mmaF32(c.f[2 * second], a[j], {b[1][0], b[1][1]}, c.f[2 * second], tag);
+      mmaF32(c.f[2 * second + 1], a[j], {b[1][2], b[1][3]}, c.f[2 * second + 1], tag);
+    }
   }
 }
 
@@ -75,10 +76,13 @@ template <int kOutPanels, int kColWarps, class Pipe, int kSteps, int kTiles, cla
 FFPA_DEVICE void accumulateOutputSteps(Pipe& pipe, int panelsPerStep, AccumulatorTile<kTiles>& acc,
                                        const uint32_t (&a)[kSteps][4], int bRows, int colWarp, Tag tag) {
   static_assert(kTiles == 2 * kOutPanels, "two n8 tiles per panel");
-  forEachStepPanel<kOutPanels>(pipe, kOutPanels, panelsPerStep, uint32_t(kColWarps * bRows * 32),
-                               [&](uint32_t bPanel, int panel) {
-                                 accumulatePanel(acc, panel, a, bPanel, bRows, colWarp, tag);
-                               });
+  const uint32_t panelStride = uint32_t(kColWarps * bRows * 32);
+  const uint32_t bLane = uint32_t(colWarp * bRows * 32) + laneOffsetA(32, 0);
+  forEachStepPanelPair<kOutPanels>(pipe, kOutPanels, panelsPerStep, panelStride,
+                                   [&](uint32_t bPanel, int panel, auto pair) {
+                                     accumulatePanels<decltype(pair)::value>(acc, panel, a, bPanel + bLane,
+                                                                             panelStride, tag);
+                                   });
 }
 
 // A 16 x (16 * kSteps) matrix of a row group, shared by its column warps: each stores its

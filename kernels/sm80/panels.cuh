@@ -57,16 +57,93 @@ FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Eleme
   const int thread = threadIndexAtUse();
   const int unit = thread & 1;
   const int row = (thread >> 1) & (kRows - 1);
-  const bool rowValid = row < validRows;
-  const Element* rowSource = global + (rowValid ? row * rowStride : 0) + unit * 8;
-  const uint32_t rowShared = shared + panelOffset(row, 0, unit, kRows, rowBytes);
+  // Columns a copy may read: none on a row past validRows, whose copies zero-fill from the
+  // tile's first row (an address that is always mapped).
+  const uint32_t columnLimit = row < validRows ? static_cast<uint32_t>(validColumns) : 0u;
+  const char* rowSource =
+      reinterpret_cast<const char*>(global + (columnLimit != 0u ? row * rowStride : 0) + unit * 8);
+  const int firstPanel = (thread >> 1) / kRows;
+  // The destination runs on by kPanelStride panels per copy: one addition instead of a product.
   const uint32_t panelBytes = static_cast<uint32_t>(kRows * rowBytes);
-  for (int panel = (thread >> 1) / kRows; panel < panels; panel += kPanelStride) {
+  uint32_t destination = shared + panelOffset(row, firstPanel, unit, kRows, rowBytes);
+  for (int panel = firstPanel; panel < panels; panel += kPanelStride, destination += kPanelStride * panelBytes) {
     const int column = columnOf(panel);
     if (column < 0) continue;
-    const bool valid = rowValid && column < validColumns;
-    copyAsync16(rowShared + panel * panelBytes, valid ? rowSource + column : global, valid);
+    // One unsigned comparison: a column past validColumns, or any column of an invalid row.
+    const bool valid = static_cast<uint32_t>(column) < columnLimit;
+    copyAsync16(destination, rowSource + (valid ? column * int(sizeof(Element)) : 0), valid);
   }
+}
+
+// The calling lane's row address in panel 0 of a tile for an ldmatrix.x4 of rows [row0, row0 +
+// 16): as A (laneOffsetA; loadRowsA, and V's B of P V read transposed) and as B with n along the
+// rows, two n8 tiles (laneOffsetB: {b[0], b[1]} rows row0..+7, {b[2], b[3]} the next 8, k along
+// the panel's 16 columns). Panel p of a tile of `rows` rows lies p * rows * rowBytes further, and
+// rows 16 further lie 16 * rowBytes further (the swizzle repeats every 8 rows): a loop over panels
+// or row blocks adds a stride instead of working the lane's address out again.
+FFPA_DEVICE uint32_t laneOffsetA(int rowBytes, int row0) {
+  const int lane = threadIndex() % 32;
+  return panelOffset(row0 + lane % 8 + 8 * ((lane / 8) % 2), 0, lane / 16, 16, rowBytes);
+}
+FFPA_DEVICE uint32_t laneOffsetB(int rowBytes, int row0) {
+  const int lane = threadIndex() % 32;
+  return panelOffset(row0 + lane % 8 + 8 * (lane / 16), 0, (lane / 8) % 2, 16, rowBytes);
+}
+
+// The lane's row address in panel 0 for the B fragments of kTiles n8 tiles of rows from row0
+// (forEachRowsB): laneOffsetB, or for a single n8 tile that of an ldmatrix.x2 of rows row0..+7.
+template <int kTiles>
+FFPA_DEVICE uint32_t laneOffsetRowsB(int rowBytes, int row0) {
+  if constexpr (kTiles == 1) {
+    const int lane = threadIndex() % 32;
+    return panelOffset(row0 + lane % 8, 0, (lane / 8) % 2, 16, rowBytes);
+  } else {
+    return laneOffsetB(rowBytes, row0);
+  }
+}
+
+// The B fragments (n along the tile's rows, as K in Q K^T) of kTiles n8 tiles of one panel, from
+// the lane's address `bLane` in it (laneOffsetRowsB): calls mma(n, b) for tile n with its two
+// registers b. Rows load 16 at a time (ldmatrix.x4), or 8 for a single tile (.x2); with kPipe
+// the next 16 rows load before the MMAs of the current ones (a register ping-pong).
+template <int kTiles, bool kPipe, class Mma>
+FFPA_DEVICE void forEachRowsB(uint32_t bLane, int rowBytes, Mma&& mma) {
+  static_assert(kTiles == 1 || kTiles % 2 == 0, "rows are loaded 16 at a time");
+  const uint32_t blockBytes = 16u * rowBytes;
+  if constexpr (kTiles == 1) {
+    uint32_t b[2];
+    loadMatrixX2(b, bLane);
+    mma(0, b);
+  } else if constexpr (kPipe) {
+    uint32_t b[2][4];
+    loadMatrixX4(b[0], bLane);
+#pragma unroll
+    for (int n = 0; n < kTiles; n += 2) {
+      if (n + 2 < kTiles) loadMatrixX4(b[(n / 2 + 1) % 2], bLane + (n / 2 + 1) * blockBytes);
+      const uint32_t(&cur)[4] = b[(n / 2) % 2];
+      mma(n, {cur[0], cur[1]});
+      mma(n + 1, {cur[2], cur[3]});
+    }
+  } else {
+#pragma unroll
+    for (int n = 0; n < kTiles; n += 2) {
+      uint32_t b[4];
+      loadMatrixX4(b, bLane + (n / 2) * blockBytes);
+      mma(n, {b[0], b[1]});
+      mma(n + 1, {b[2], b[3]});
+    }
+  }
+}
+
+// Calls body(a, b) for panels [0, panels) of a step of a score product (S += A B^T, one panel at
+// a time), with a and b the lane's addresses in the panel of A and of B, which run on by one
+// panel stride each. Unrolled by 4, so that the fragments of several panels load ahead of their
+// MMAs.
+template <class Body>
+FFPA_DEVICE void forEachScorePanel(uint32_t a, uint32_t aPanelBytes, uint32_t b, uint32_t bPanelBytes, int panels,
+                                   Body&& body) {
+#pragma unroll 4
+  for (int panel = 0; panel < panels; ++panel, a += aPanelBytes, b += bPanelBytes) body(a, b);
 }
 
 // A of m16n8k16: rows [row0, row0 + 16) x the 16 columns of panel `panel` (ldmatrix.x4).
@@ -74,29 +151,6 @@ FFPA_DEVICE void loadRowsA(uint32_t (&a)[4], uint32_t tile, int rows, int rowByt
   const int lane = threadIndex() % 32;
   const int row = row0 + lane % 8 + 8 * ((lane / 8) % 2);
   loadMatrixX4(a, tile + panelOffset(row, panel, lane / 16, rows, rowBytes));
-}
-
-// B of m16n8k16 with n along the tile's rows (B = tile^T, as K in Q K^T): rows [row0, row0 + 16)
-// as two n8 tiles ({b[0], b[1]} and {b[2], b[3]}), k along the panel's 16 columns.
-FFPA_DEVICE void loadRowsB(uint32_t (&b)[4], uint32_t tile, int rows, int rowBytes, int row0, int panel) {
-  const int lane = threadIndex() % 32;
-  const int row = row0 + lane % 8 + 8 * (lane / 16);
-  loadMatrixX4(b, tile + panelOffset(row, panel, (lane / 8) % 2, rows, rowBytes));
-}
-
-// As above for one n8 tile: rows [row0, row0 + 8).
-FFPA_DEVICE void loadRowsB(uint32_t (&b)[2], uint32_t tile, int rows, int rowBytes, int row0, int panel) {
-  const int lane = threadIndex() % 32;
-  const int row = row0 + lane % 8;
-  loadMatrixX2(b, tile + panelOffset(row, panel, (lane / 8) % 2, rows, rowBytes));
-}
-
-// B of m16n8k16 with k along the tile's rows (as V in P V): rows [row0, row0 + 16) x the 16
-// columns of panel `panel`, as two n8 tiles ({b[0], b[1]}: columns 0-7, {b[2], b[3]}: 8-15).
-FFPA_DEVICE void loadColumnsB(uint32_t (&b)[4], uint32_t tile, int rows, int rowBytes, int row0, int panel) {
-  const int lane = threadIndex() % 32;
-  const int row = row0 + lane % 8 + 8 * ((lane / 8) % 2);
-  loadMatrixX4Trans(b, tile + panelOffset(row, panel, lane / 16, rows, rowBytes));
 }
 
 // Stores the thread's part of a 16 x (8 * tiles) accumulator, packed to 16 bits, into a swizzled

@@ -21,6 +21,7 @@
 #include "sm80/step_rings.h"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ffpa::kernels::sm80 {
 
@@ -146,6 +147,31 @@ FFPA_DEVICE void forEachStepPanel(Pipe& pipe, int panels, int panelsPerStep, uin
     for (int panel = 0; panel < kPanels; ++panel) {
       if (panel >= firstPanel && panel < firstPanel + panelsPerStep && panel < panels) body(address, panel);
       address += panelStride;
+    }
+  }
+}
+
+// As forEachStepPanel, but hands the body two neighbouring panels at once where both lie in the
+// step: body(address, p, std::true_type{}) for panels p and p + 1 (p even), so that it can
+// interleave their independent MMAs, and body(address, p, std::false_type{}) for a panel whose
+// neighbour lies in another step or past the last.
+template <int kPanels, class Pipe, class Body>
+FFPA_DEVICE void forEachStepPanelPair(Pipe& pipe, int panels, int panelsPerStep, uint32_t panelStride, Body&& body) {
+  for (int firstPanel = 0; firstPanel < panels; firstPanel += panelsPerStep) {
+    uint32_t address = pipe.acquire() - uint32_t(firstPanel) * panelStride;
+    const int end = firstPanel + panelsPerStep < panels ? firstPanel + panelsPerStep : panels;
+#pragma unroll
+    for (int panel = 0; panel < kPanels; panel += 2) {
+      const bool first = panel >= firstPanel && panel < end;
+      const bool second = panel + 1 < kPanels && panel + 1 >= firstPanel && panel + 1 < end;
+      if (first && second) {
+        body(address, panel, std::true_type{});
+      } else if (first) {
+        body(address, panel, std::false_type{});
+      } else if (second) {
+        body(address + panelStride, panel + 1, std::false_type{});
+      }
+      address += 2 * panelStride;
     }
   }
 }

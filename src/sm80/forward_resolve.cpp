@@ -7,6 +7,7 @@
 #include "sm80/forward_variant.h"
 #include "sm80/resolve_common.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace ffpa::sm80 {
@@ -135,7 +136,20 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   const int64_t limit = r.device.sharedMemPerBlockOptin;
   auto fits = [&] { return forwardLayout(d.shape, c, p) <= limit; };
   // Knobs left at their defaults give way, one after the other, to fit the device's shared
-  // memory; a knob the caller set is never changed behind their back.
+  // memory; a knob the caller set is never changed behind their back. Pipeline steps of their
+  // default size (those no tuned config chose) halve first, so that a device with about 100 KiB
+  // per block (sm_86, sm_89) keeps two stages of smaller steps rather than one stage.
+  bool halved = false;
+  auto halveDefaultSteps = [&] {
+    const bool qkDefault = c.qkPanelsPerStep == 0, vDefault = c.vPanelsPerStep == 0;
+    if (halved || c.persistKv || !(qkDefault || vDefault) || fits()) return;
+    // fits() left the layout of the default steps in p.
+    if (qkDefault) c.qkPanelsPerStep = std::max(1, p.qkPanelsPerStep / 2);
+    if (vDefault) c.vPanelsPerStep = std::max(1, p.vPanelsPerStep / 2);
+    halved = true;
+    d.notes += " steps/2(fit)";
+  };
+  halveDefaultSteps();
   if (!fits() && stagesAtDefault && c.stages > 1) {
     c.stages = 1;
     d.notes += " stages=1(fit)";
@@ -144,10 +158,12 @@ ForwardResolution resolveForward(const PlanRequest& r) {
     c.persistKv = false;
     d.notes += " persist_kv=0(fit)";
   }
+  halveDefaultSteps();
   if (!fits() && c.persistQ && !qInRegisters && isDefault(policy, FFPA_POLICY_PERSIST_Q_G2S)) {
     c.persistQ = false;
     d.notes += " persist_q=0(fit)";
   }
+  halveDefaultSteps();
   if (!fits()) {
     return refuse(rejected(cat("these pipeline knobs need ", forwardLayout(d.shape, c, p),
                                " bytes of shared memory per block and the device allows ", limit,

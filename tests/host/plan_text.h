@@ -77,15 +77,21 @@ inline bool buildListHas(const std::string& key, const std::string& item) {
 // Whether the build compiled instances for head dim d.
 inline bool compiled(int d) { return buildListHas("head dims", std::to_string(d)); }
 
-inline ffpaDeviceDesc_t describedA100() {
+// An H100 description changed into another GPU's: compute capability, SMs and shared memory
+// (KiB per block with opt-in, per SM).
+inline ffpaDeviceDesc_t describedGpu(int smVersion, int smCount, int blockKiB, int smKiB, const char* name) {
   ffpaDeviceDesc_t d = describedH100();
-  d.smVersion = 80;
-  d.smCount = 108;
-  d.sharedMemPerBlockOptin = 163 * 1024;
-  d.sharedMemPerSm = 164 * 1024;
-  std::strncpy(d.name, "Described A100", sizeof d.name - 1);
+  d.smVersion = smVersion;
+  d.smCount = smCount;
+  d.sharedMemPerBlockOptin = blockKiB * 1024;
+  d.sharedMemPerSm = smKiB * 1024;
+  std::strncpy(d.name, name, sizeof d.name - 1);
   return d;
 }
+
+inline ffpaDeviceDesc_t describedA100() { return describedGpu(80, 108, 163, 164, "Described A100"); }
+// An Ada GPU (sm_89): 99 KiB of shared memory per block.
+inline ffpaDeviceDesc_t describedAda() { return describedGpu(89, 128, 99, 100, "Described Ada"); }
 
 }  // namespace ffpa_test
 

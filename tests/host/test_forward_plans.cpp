@@ -157,6 +157,27 @@ TEST_CASE("knobs left at their defaults give way to the device's shared memory; 
   CHECK_HAS(refused.text, "bytes of shared memory per block and the device allows 166912");
 }
 
+TEST_CASE("default pipeline steps hold about 32 MMAs per warp and halve to keep two stages where they do not fit") {
+  REQUIRE_COMPILED(512);
+  // d = 512: 32 keys per column warp (4 n8 tiles), so 8 Q K^T panels per step, and 4 V panels.
+  Handle a100(describedA100());
+  const Described roomy = describeForward(a100, large());
+  CHECK_HAS(roomy.config, "qk_step=128");
+  CHECK_HAS(roomy.config, "v_step=64");
+  CHECK_HAS(roomy.config, "stages=2");
+  CHECK_LACKS(roomy.config, "(fit)");
+  Handle ada(describedAda());
+  const Described halved = describeForward(ada, large());
+  CHECK(halved.status == FFPA_STATUS_SUCCESS);
+  CHECK_HAS(halved.config, "qk_step=64");
+  CHECK_HAS(halved.config, "v_step=32");
+  CHECK_HAS(halved.config, "stages=2");
+  CHECK_HAS(halved.config, "steps/2(fit)");
+  // Stages the caller set stay; the default steps still halve to make room for them.
+  ada.set<int32_t>(FFPA_POLICY_STAGES, 2);
+  CHECK_HAS(describeForward(ada, large()).config, "steps/2(fit)");
+}
+
 TEST_CASE("problems outside the fast kernels' domain go to the reference, saying why") {
   REQUIRE_COMPILED(128, 256, 320, 512);
   Handle h(describedA100());

@@ -16,7 +16,12 @@
 // tiles-empty waits then pass at once. Where shared memory holds two Q buffers (qBuffers = 2:
 // clusters of two at 384 and 512, of four at 768), the producer loads Q(s+1) into the other
 // buffer first, [Q empty s-1] Q(s+1), then dO(s+1), and consumer 0 can start S^T(s+1) as soon
-// as it is done with step s; the dP-empty and tiles-empty waits then order the consumers.
+// as it is done with step s; the dP-empty and tiles-empty waits then order the consumers. There,
+// where its registers allow (64 columns per consumer: d 384 and 768), consumer 0 also defers
+// dK0 += dS^T Q of step s into step s+1, between sending its partial S^T(s+1) and adding the
+// partner's, so that the tensor cores work while the partial crosses the cluster:
+//   [Q full s+1] S^T(s+1); dK0 += dS^T Q(s) issued; partial sent; [Exchange full] landed;
+//   dK0 done -> Q empty (s), tiles empty (s); received partial added; P^T(s+1) ...
 //
 // With attention slices (sm90/forward_params.h, SlicedTiles) a cluster's keys are one key tile of
 // a key segment, and its query tiles per head are the walk over the rows that see them through
@@ -49,6 +54,11 @@ struct KeyGradientKernel {
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
   static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 128, "wgmma N: 64..128 per consumer");
+  static constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
+  // Whether consumer 0 may defer its dK product into the next step's exchange (with two Q
+  // buffers): its accumulators are then in flight there, where ptxas cannot spill them, and at
+  // 128 columns (dV and dK 128 registers, S^T 32 of the 232) the rest spills a few registers.
+  static constexpr bool kMayDeferKey = kColumns0 < 128;
 
   struct Shared {
     uint32_t k, v, q, dO, p, ds;
@@ -182,7 +192,18 @@ struct KeyGradientKernel {
                              first + columnsHeld(headDim, share), scale);
   }
 
-  // Consumer 0: S^T, P^T, dS^T, and the first columns of dV and dK.
+  // A warpgroup is done with a step: its Q buffer (slot qSlot) and the P^T and dS^T tiles. (With two
+  // Q buffers nothing else keeps a warpgroup's warps within a step of each other: P^T and dS^T of
+  // the next step wait until all of them, consumer 0's too, are done.)
+  static FFPA_DEVICE void releaseKeyStep(const Shared& s, int qSlot) {
+    mbarrierArrive(s.barrier(kKeyQEmpty0 + qSlot));
+    mbarrierArrive(s.barrier(kKeyTilesEmpty));
+  }
+
+  // Consumer 0: S^T, P^T, dS^T, and the first columns of dV and dK. kDeferKey (two Q buffers):
+  // dK0 += dS^T Q of step s - 1 runs while step s's partial S^T makes its first round trip in
+  // the cluster, instead of at the end of step s - 1, so that the warpgroup no longer waits idle.
+  template <bool kDeferKey>
   static FFPA_DEVICE void consume0(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
     float dv[kColumns0 / 2], dk[kColumns0 / 2];
@@ -199,7 +220,18 @@ struct KeyGradientKernel {
       const uint32_t q = s.q + qSlot * kQBytes;
       mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);
       scoreProduct<Tag>(tile, s.k, q, at.qk.count);
-      reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps);
+      if constexpr (kDeferKey) {
+        // dK0 of the previous step (none yet on the first: an empty group).
+        const int previous = qRing.slot(step - 1);
+        issueKeyProduct<kColumns0, Tag>(dk, s.ds, s.q + previous * kQBytes, step > 0 ? 1 : 0);
+        reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps, [&] {
+          wgmmaWait<0>();
+          wgmmaFenceOperands(dk);
+          if (step > 0) releaseKeyStep(s, previous);
+        });
+      } else {
+        reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps);
+      }
 
       // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where a query does not see a key row.
       VisibleQueries visible[2];
@@ -220,20 +252,26 @@ struct KeyGradientKernel {
       mbarrierWait(s.barrier(kKeyDOFull), step & 1);
       accumulateKeyProduct<kColumns0, Tag>(dv, s.p, s.dO);
       mbarrierArrive(s.barrier(kKeyDOEmpty));
-      accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, q);
-      mbarrierArrive(s.barrier(kKeyQEmpty0 + qSlot));
-      // With two Q buffers nothing else keeps this warpgroup's warps within a step of each other:
-      // P^T and dS^T of the next step wait until all of them, not only consumer 1, are done.
-      mbarrierArrive(s.barrier(kKeyTilesEmpty));
+      if constexpr (!kDeferKey) {
+        accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, q);
+        releaseKeyStep(s, qSlot);
+      }
+    }
+    if constexpr (kDeferKey) {
+      if (at.steps > 0) {
+        const int last = qRing.slot(at.steps - 1);
+        accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, s.q + last * kQBytes);
+        releaseKeyStep(s, last);
+      }
     }
     storeRows<kColumns0>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
     storeRows<kColumns0>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
   }
 
-  // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK.
+  // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK. (Deferring its
+  // dK product as consumer 0 does spills at 128 columns: dV, dK and dP^T fill its registers.)
   static FFPA_DEVICE void consume1(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
     float dv[kColumns1 / 2], dk[kColumns1 / 2];
     for (float& value : dv) value = 0.0f;
     for (float& value : dk) value = 0.0f;
@@ -261,8 +299,7 @@ struct KeyGradientKernel {
       const int qSlot = qRing.slot(step);
       mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);  // Q(s) is in place (consumer 0 saw it)
       accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + qSlot * kQBytes + kSecond);
-      mbarrierArrive(s.barrier(kKeyQEmpty0 + qSlot));
-      mbarrierArrive(s.barrier(kKeyTilesEmpty));
+      releaseKeyStep(s, qSlot);
     }
     storeRows<kColumns1>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, kColumns0, 1.0f);
     storeRows<kColumns1>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, kColumns0, p.scale);
@@ -282,7 +319,15 @@ struct KeyGradientKernel {
     setExchangeArrivals(arrivals, kKeyExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
-        at.steps > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
+        at.steps > 0, [&] { produce(p, s, at); },
+        [&] {
+          if (kMayDeferKey && p.qBuffers == 2) {
+            consume0<kMayDeferKey>(p, s, at);
+          } else {
+            consume0<false>(p, s, at);
+          }
+        },
+        [&] { consume1(p, s, at); });
   }
 };
 

@@ -16,7 +16,13 @@
 // memory holds two K buffers (kBuffers = 2: clusters of two up to d 512, of four up to 768), the
 // producer loads K(j+1) into the other buffer first, [K empty j-1] K(j+1), then V(j+1), so that
 // consumer 0 can start S(j+1) as soon as it is done with tile j; the dP-empty and dS-empty waits
-// then order the consumers.
+// then order the consumers. In a cluster with two K buffers each consumer also defers its
+// dS K product of tile j into tile j+1, between sending its partial S(j+1) (dP(j+1)) and adding
+// the partner's, so that the tensor cores work while the partial crosses the cluster:
+//   consumer 0: [K full j+1] S(j+1); dQ0 += dS(j) K(j) issued; partial sent; [Exchange full];
+//               dQ0 done -> K empty (j); received partial added; P(j+1) ...
+//   consumer 1: [V full j+1] dP(j+1); [dS full j] dQ1 += dS(j) K(j) issued; partial sent;
+//               [Exchange full]; dQ1 done -> K empty (j), dS empty (j); received partial added ...
 //
 // With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
 // query segment and its KV tiles those of the forward's walk, masked by each tile's slice.
@@ -143,7 +149,10 @@ struct QueryGradientKernel {
                              first + columnsHeld(p.headDimQk, at.qk), p.scale);
   }
 
-  // Consumer 0: S, P, dS and the first dQ columns.
+  // Consumer 0: S, P, dS and the first dQ columns. kDeferKey (a cluster, two K buffers): dQ0 +=
+  // dS K of tile j - 1 runs while tile j's partial S makes its first round trip in the cluster,
+  // instead of at the end of tile j - 1, so that the warpgroup no longer waits idle there.
+  template <bool kDeferKey>
   static FFPA_DEVICE void consume0(const QueryGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
     float lse2[2];  // +inf for rows that see no key or do not exist: P = exp2(-inf) = 0
@@ -159,7 +168,19 @@ struct QueryGradientKernel {
       const uint32_t k = s.k + kSlot * kKBytes;
       mbarrierWait(s.barrier(kGradKFull0 + kSlot), kRing.use(tile) & 1);
       scoreProduct<Tag>(t, s.q, k, at.qk.count);
-      if constexpr (kCluster > 1) reducePartials<kCluster>(s.scores, t, at.rank, tile, at.tiles);
+      if constexpr (kDeferKey) {
+        // dQ0 of the previous tile (none yet on the first: an empty group).
+        const int previous = kRing.slot(tile - 1);
+        issueKeyProduct<kColumns0, Tag>(dq, s.ds + ((tile - 1) & 1) * kBlockBytes, s.k + previous * kKBytes,
+                                        tile > 0 ? 1 : 0);
+        reducePartials<kCluster>(s.scores, t, at.rank, tile, at.tiles, [&] {
+          wgmmaWait<0>();
+          wgmmaFenceOperands(dq);
+          if (tile > 0) mbarrierArrive(s.barrier(kGradKEmpty0 + previous));
+        });
+      } else if constexpr (kCluster > 1) {
+        reducePartials<kCluster>(s.scores, t, at.rank, tile, at.tiles);
+      }
 
       // P = exp2(S scale log2 e - LSE log2 e), 0 where a row does not see a key.
       VisibleKeys visible[2];
@@ -179,13 +200,47 @@ struct QueryGradientKernel {
       mbarrierArrive(s.barrier(kDsFull0 + slot));
       mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);  // all of dS is written
 
-      accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, k);
-      mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));
+      if constexpr (!kDeferKey) {
+        accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, k);
+        mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));
+      }
+    }
+    if constexpr (kDeferKey) {
+      if (at.tiles > 0) {
+        const int last = kRing.slot(at.tiles - 1);
+        accumulateKeyProduct<kColumns0, Tag>(dq, s.ds + ((at.tiles - 1) & 1) * kBlockBytes, s.k + last * kKBytes);
+        mbarrierArrive(s.barrier(kGradKEmpty0 + last));
+      }
     }
     storeGradient<kColumns0>(p, at, dq, 0);
   }
 
-  // Consumer 1: dP - delta for consumer 0, and the other dQ columns.
+  // dQ1 += dS K of tile `tile` for consumer 1's columns (K from its first block on) is issued, once
+  // dS(tile) and K(tile) are in place; finishSecondKeyProduct completes it and releases K and dS.
+  static FFPA_DEVICE void issueSecondKeyProduct(float (&dq)[kColumns1 / 2], const Shared& s, const BufferRing& kRing,
+                                                int tile, int count = 1) {
+    const int slot = tile & 1, kSlot = kRing.slot(tile);
+    if (count > 0) {
+      mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);
+      mbarrierWait(s.barrier(kGradKFull0 + kSlot), kRing.use(tile) & 1);  // K(tile) is in place (consumer 0 saw it)
+    }
+    issueKeyProduct<kColumns1, Tag>(dq, s.ds + slot * kBlockBytes,
+                                    s.k + kSlot * kKBytes + (kColumns0 / kBlockColumns) * kBlockBytes, count);
+  }
+  // (count 0: an empty group, nothing to release.)
+  static FFPA_DEVICE void finishSecondKeyProduct(float (&dq)[kColumns1 / 2], const Shared& s, const BufferRing& kRing,
+                                                 int tile, int count = 1) {
+    wgmmaWait<0>();
+    wgmmaFenceOperands(dq);
+    if (count > 0) {
+      mbarrierArrive(s.barrier(kGradKEmpty0 + kRing.slot(tile)));
+      mbarrierArrive(s.barrier(kDsEmpty0 + (tile & 1)));
+    }
+  }
+
+  // Consumer 1: dP - delta for consumer 0, and the other dQ columns; kDeferKey as for consumer 0,
+  // over the exchange of dP.
+  template <bool kDeferKey>
   static FFPA_DEVICE void consume1(const QueryGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
     float delta[2];
@@ -199,7 +254,15 @@ struct QueryGradientKernel {
       mbarrierWait(s.barrier(kGradVFull), tile & 1);
       scoreProduct<Tag>(dp, s.dO, s.v, at.v.count);
       mbarrierArrive(s.barrier(kGradVEmpty));
-      if constexpr (kCluster > 1) reducePartials<kCluster>(s.gradients, dp, at.rank, tile, at.tiles);
+      if constexpr (kDeferKey) {
+        // dQ1 of the previous tile (none yet on the first: an empty group).
+        const int count = tile > 0 ? 1 : 0;
+        issueSecondKeyProduct(dq, s, kRing, tile - 1, count);
+        reducePartials<kCluster>(s.gradients, dp, at.rank, tile, at.tiles,
+                                 [&] { finishSecondKeyProduct(dq, s, kRing, tile - 1, count); });
+      } else if constexpr (kCluster > 1) {
+        reducePartials<kCluster>(s.gradients, dp, at.rank, tile, at.tiles);
+      }
 
       // Register 4 j + 2 half + e holds a column of row `half` (sm90/ptx.cuh).
       #pragma unroll
@@ -208,15 +271,16 @@ struct QueryGradientKernel {
       storeTileShared(s.dp, dp);
       mbarrierArrive(s.barrier(kDpFull));
 
-      const int slot = tile & 1;
-      mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);
-      const int kSlot = kRing.slot(tile);
-      // K(tile) is in place (consumer 0 saw it)
-      mbarrierWait(s.barrier(kGradKFull0 + kSlot), kRing.use(tile) & 1);
-      accumulateKeyProduct<kColumns1, Tag>(dq, s.ds + slot * kBlockBytes,
-                                           s.k + kSlot * kKBytes + (kColumns0 / kBlockColumns) * kBlockBytes);
-      mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));
-      mbarrierArrive(s.barrier(kDsEmpty0 + slot));
+      if constexpr (!kDeferKey) {
+        issueSecondKeyProduct(dq, s, kRing, tile);
+        finishSecondKeyProduct(dq, s, kRing, tile);
+      }
+    }
+    if constexpr (kDeferKey) {
+      if (at.tiles > 0) {
+        issueSecondKeyProduct(dq, s, kRing, at.tiles - 1);
+        finishSecondKeyProduct(dq, s, kRing, at.tiles - 1);
+      }
     }
     storeGradient<kColumns1>(p, at, dq, kColumns0);
   }
@@ -236,7 +300,21 @@ struct QueryGradientKernel {
     setExchangeArrivals(arrivals, kGradExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
-        at.tiles > 0, [&] { produce(p, s, at); }, [&] { consume0(p, s, at); }, [&] { consume1(p, s, at); });
+        at.tiles > 0, [&] { produce(p, s, at); },
+        [&] {
+          if (kCluster > 1 && p.kBuffers == 2) {
+            consume0<kCluster != 1>(p, s, at);
+          } else {
+            consume0<false>(p, s, at);
+          }
+        },
+        [&] {
+          if (kCluster > 1 && p.kBuffers == 2) {
+            consume1<kCluster != 1>(p, s, at);
+          } else {
+            consume1<false>(p, s, at);
+          }
+        });
   }
 };
 

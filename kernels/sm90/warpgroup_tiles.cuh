@@ -350,15 +350,20 @@ FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b
 // storeTile16), B N-major 64-column blocks kBlockBytes apart (V for O += P V, K for dQ += dS K).
 // issueKeyProduct commits the wgmma group; once a wgmmaWait has seen it complete, a
 // wgmmaFenceOperands(d) keeps later uses of d after it.
+// `count` (0 or 1): 0 commits an empty group, for a loop whose first iteration has no product to
+// issue yet: ptxas keeps a group in flight across other work only where the wgmma sequence is the
+// same on every iteration (C7515 otherwise), as issueScoreProduct's empty groups do.
 template <int N, class Tag>
-FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
+FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b, int count = 1) {
   wgmmaFenceOperands(d);  // the caller's rescaling of d stays before the fence
-  wgmmaFence();
-  #pragma unroll
-  for (int step = 0; step < kKeys / 16; ++step) {
-    // A: step s 32 bytes into its rows. B: 16 keys = 2048 bytes per step.
-    wgmmaSS<N, true>(d, matrixDescriptor(a + 32 * step, 16, 1024),
-                     matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+  for (int product = 0; product < count; ++product) {
+    wgmmaFence();
+    #pragma unroll
+    for (int step = 0; step < kKeys / 16; ++step) {
+      // A: step s 32 bytes into its rows. B: 16 keys = 2048 bytes per step.
+      wgmmaSS<N, true>(d, matrixDescriptor(a + 32 * step, 16, 1024),
+                       matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+    }
   }
   wgmmaCommit();
 }
@@ -491,12 +496,15 @@ FFPA_DEVICE void sendPartial(const Exchange& x, const float (&part)[kTileRegiste
   }
 }
 
-// Adds the partial tile of `tile` the CTA of rank `partner` sent (sendPartial) to `part`; both
-// CTAs then hold the same sum (fp32 addition commutes).
-FFPA_DEVICE void receivePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile, int tiles) {
+// Waits until the partial tile of `tile` the partner sent has landed in this CTA's shared memory
+// (the phase completes once every byte of st.async has): the round trip, which a wgmma issued
+// before may overlap; addPartial then adds it.
+FFPA_DEVICE void awaitPartial(const Exchange& x, int tile) { mbarrierWait(x.full, tile & 1); }
+
+// Adds the partial tile of `tile` the CTA of rank `partner` sent (sendPartial), which has landed
+// (awaitPartial), to `part`; both CTAs then hold the same sum (fp32 addition commutes).
+FFPA_DEVICE void addPartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile, int tiles) {
   const int t = threadIndex() % 128;
-  // The phase completes once every byte of st.async has landed in this CTA's shared memory.
-  mbarrierWait(x.full, tile & 1);
   #pragma unroll
   for (int i = 0; i < kTileRegisters / 4; ++i) {
     // 4-byte loads: 16-byte ones hold more registers at once, which the dK/dV kernel of a
@@ -507,6 +515,11 @@ FFPA_DEVICE void receivePartial(const Exchange& x, float (&part)[kTileRegisters]
   }
   // The partner may send the next tile's partial; after the last tile it may have exited.
   if (tile + 1 < tiles) mbarrierArriveCluster(mapShared(x.empty, partner));
+}
+
+FFPA_DEVICE void receivePartial(const Exchange& x, float (&part)[kTileRegisters], int partner, int tile, int tiles) {
+  awaitPartial(x, tile);
+  addPartial(x, part, partner, tile, tiles);
 }
 
 // Both halves at once: `part` becomes the sum of this CTA's and the partner's partial tiles.
@@ -522,9 +535,23 @@ FFPA_DEVICE void exchangePartial(const Exchange& x, float (&part)[kTileRegisters
 template <int kCluster>
 FFPA_DEVICE void reducePartials(const ExchangeStages& x, float (&part)[kTileRegisters], int rank, int tile,
                                 int tiles) {
+  reducePartials<kCluster>(x, part, rank, tile, tiles, [] {});
+}
+
+// The same, calling during() while the first stage's round trip is under way (after the send, once
+// the partner's partial has landed, before it is added): the completion of a wgmma issued before,
+// which may run meanwhile. ptxas serializes wgmma whose in-flight stage sees other instructions
+// define accumulator registers of a wgmma (C7515), as the additions into `part` (S's) would.
+template <int kCluster, class During>
+FFPA_DEVICE void reducePartials(const ExchangeStages& x, float (&part)[kTileRegisters], int rank, int tile,
+                                int tiles, During&& during) {
   static_assert(kCluster == 2 || kCluster == 4, "clusters of two or four CTAs");
+  sendPartial(x.stage[0], part, rank ^ 1, tile);
+  awaitPartial(x.stage[0], tile);
+  during();
+  addPartial(x.stage[0], part, rank ^ 1, tile, tiles);
   #pragma unroll
-  for (int stage = 0; stage < exchangeStages(kCluster); ++stage) {
+  for (int stage = 1; stage < exchangeStages(kCluster); ++stage) {
     exchangePartial(x.stage[stage], part, rank ^ (1 << stage), tile, tiles);
   }
 }

@@ -75,7 +75,9 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
     if (r.problem.headDimQk <= 320) persistQ = {0, 1};
     if (r.problem.headDimQk <= 256 && r.problem.headDimV <= 256) persistKv = {0, 1};
   } else {
-    qkSteps = {qkDefault, 2 * qkDefault};
+    // The default and its neighbours on both sides, half and twice it (whole panels within the
+    // limits; the others are dropped below).
+    qkSteps = {qkDefault / 2, qkDefault, 2 * qkDefault};
   }
   std::vector<tuning::LaunchConfig> configs;
   for (int s : stages)
@@ -84,7 +86,7 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
         for (int f : prefetch)
           for (int pq : persistQ)
             for (int pkv : persistKv) {
-              if (qk > qkLimit || v > vLimit) continue;
+              if (qk < 16 || qk % 16 != 0 || qk > qkLimit || v > vLimit) continue;
               tuning::LaunchConfig c{{"stages", s}, {"qk_step", qk}, {"v_step", v}, {"prefetch", f}};
               if (pq >= 0) c["persist_q"] = pq;
               if (pkv >= 0) c["persist_kv"] = pkv;

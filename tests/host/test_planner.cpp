@@ -38,6 +38,30 @@ AttentionProblem problem(int64_t headDim, Direction direction = Direction::Forwa
   return p;
 }
 
+// The same with packed [B, H, N, D] tensors, whose strides the fast kernels (and TMA) take.
+AttentionProblem packedProblem(int64_t headDim) {
+  AttentionProblem p = problem(headDim);
+  const Strides qko = {p.headsQ * p.seqQ * headDim, p.seqQ * headDim, headDim, 1};
+  p.q = p.k = p.v = p.o = qko;
+  p.lse = {p.headsQ * p.seqQ, p.seqQ, 1, 0};
+  return p;
+}
+
+// The built-in kernel variant named `name` (null if there is none).
+const KernelVariant* builtinVariant(const std::string& name) {
+  const KernelRegistry& registry = builtinKernels();
+  const auto found = std::find_if(registry.variants().begin(), registry.variants().end(),
+                                  [&](const KernelVariant& v) { return v.name == name; });
+  return found == registry.variants().end() ? nullptr : &*found;
+}
+
+// A policy with runtime autotune on.
+Policy autotunePolicy() {
+  Policy policy;
+  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
+  return policy;
+}
+
 class ThrowsWith {
  public:
   ThrowsWith(ffpaStatus_t status, std::string fragment) : status_(status), fragment_(std::move(fragment)) {}
@@ -291,20 +315,10 @@ TEST_CASE("runtime autotune leaves a problem untuned when its variant has no can
 
 TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two row tiles against one CTA each") {
   const KernelRegistry& registry = builtinKernels();
-  const auto sm90 = std::find_if(registry.variants().begin(), registry.variants().end(),
-                                 [](const KernelVariant& v) { return v.name == "sm90.forward"; });
-  REQUIRE(sm90 != registry.variants().end());
-  Policy policy;
-  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
-  // Packed [B, H, N, D] tensors, whose strides TMA can address.
-  const auto packed = [](int64_t headDim) {
-    AttentionProblem p = problem(headDim);
-    const Strides qko = {p.headsQ * p.seqQ * headDim, p.seqQ * headDim, headDim, 1};
-    p.q = p.k = p.v = p.o = qko;
-    p.lse = {p.headsQ * p.seqQ, p.seqQ, 1, 0};
-    return p;
-  };
-  const AttentionProblem p = packed(512);
+  const KernelVariant* sm90 = builtinVariant("sm90.forward");
+  REQUIRE(sm90 != nullptr);
+  const Policy policy = autotunePolicy();
+  const AttentionProblem p = packedProblem(512);
   const PlanRequest request{p, policy, hopper(), nullptr};
   if (const Support support = sm90->supports(request); support.verdict != Support::Verdict::Applies) {
     MESSAGE("skipped: " << support.reason);
@@ -323,6 +337,29 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
   REQUIRE(tuned.tuned != nullptr);
   CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 1}});
   // Above 512 (clusters that split the head dims) the Hopper forward has nothing to tune.
-  const AttentionProblem wide = packed(1024);
+  const AttentionProblem wide = packedProblem(1024);
   CHECK(sm90->candidates({wide, policy, hopper(), nullptr}).empty());
+}
+
+TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step, half of it and twice it") {
+  const KernelVariant* sm80 = builtinVariant("sm80.forward");
+  REQUIRE(sm80 != nullptr);
+  const Policy policy = autotunePolicy();
+  DeviceInfo a100 = hopper();
+  a100.smVersion = 80;
+  a100.sharedMemPerBlockOptin = 163 * 1024;
+  a100.sharedMemPerSm = 164 * 1024;
+  const PlanRequest request{packedProblem(512), policy, a100, nullptr};
+  if (const Support support = sm80->supports(request); support.verdict != Support::Verdict::Applies) {
+    MESSAGE("skipped: " << support.reason);
+    return;
+  }
+  // d = 512: the default is 8 panels (128 columns); 256 is past the 128 a step may hold.
+  std::vector<int64_t> qkSteps;
+  for (const tuning::LaunchConfig& c : sm80->candidates(request)) {
+    const int64_t qk = c.at("qk_step");
+    if (std::find(qkSteps.begin(), qkSteps.end(), qk) == qkSteps.end()) qkSteps.push_back(qk);
+  }
+  std::sort(qkSteps.begin(), qkSteps.end());
+  CHECK(qkSteps == std::vector<int64_t>{64, 128});
 }

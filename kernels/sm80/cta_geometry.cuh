@@ -170,10 +170,22 @@ struct QueryTile {
   int slice;
 };
 
+// The query head of a step, step / queryTiles, is found without an integer division (some 20
+// instructions, and the dK/dV kernels find it at every pipeline step): none is needed without
+// GQA, and the rounded float quotient (step + 1/2) / queryTiles truncates to it below 2^22
+// steps: the exact quotient lies at least 1/2 / queryTiles from an integer, the rounding moves it
+// by at most 2^-24 of itself.
+FFPA_DEVICE int queryHeadOfStep(const CtaKeys& c, int groupSize, int step) {
+  if (groupSize == 1) return 0;
+  if (step < (1 << 22)) return static_cast<int>((static_cast<float>(step) + 0.5f) / static_cast<float>(c.queryTiles));
+  return step / c.queryTiles;
+}
+
 FFPA_DEVICE QueryTile queryTileOf(const slices::SliceView& view, const CtaKeys& c, int64_t kvHead, int groupSize,
                                   int tileQueries, int step) {
-  const int64_t head = kvHead * groupSize + step / c.queryTiles;
-  const int tile = step % c.queryTiles;
+  const int group = queryHeadOfStep(c, groupSize, step);
+  const int64_t head = kvHead * groupSize + group;
+  const int tile = step - group * c.queryTiles;
   if (view.slices == nullptr) return {head, (c.firstQueryTile + tile) * tileQueries, -1};
   const slices::WalkTile t = slices::walkTile(view, false, c.segment, c.firstKey, c.keyEnd - 1, tileQueries, tile);
   return {head, static_cast<int>(t.first), t.slice};

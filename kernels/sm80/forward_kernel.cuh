@@ -245,46 +245,19 @@ struct ForwardKernel {
   };
 
   // O += P V for output panels `panel` and, with kPair, panel + 1 of the warp, from the V panel
-  // at `vLane` (the lane's address in it) and the next one `panelStride` further. The k16 steps
-  // are outermost, so that the MMAs of the two panels, which write different accumulators, follow
-  // each other without waiting for one another. V fragments: with kVInRegisters all of them
-  // (both panels, every k16 step) load before the first MMA; with kPipeKv those of the next k16
-  // step load while the current ones multiply; else each step's load just before its MMAs.
+  // at `vLane` (the lane's address in it) and the next one `panelStride` further (forEachColumnsB:
+  // V fragments all first with kVInRegisters, one k16 step ahead with kPipeKv).
   template <bool kPair>
   static FFPA_DEVICE void valuePanels(Output& o, const uint32_t (&pFrag)[kKeySteps][4], uint32_t vLane,
                                       uint32_t panelStride, int vRowBytes, int panel) {
-    constexpr int kPanels = kPair ? 2 : 1;
     // The second panel's accumulators (a panel past the warp's last is never handed over).
     const int second = kPair && panel + 1 < kOutPanels ? panel + 1 : panel;
-    const uint32_t stepBytes = 16u * vRowBytes;
-    // Fragments of k16 step j of both panels: all steps, two in turn, or one at a time.
-    constexpr int kHeld = kVInRegisters ? kKeySteps : kPipeKv ? 2 : 1;
-    uint32_t b[kHeld][kPanels][4];
-    auto load = [&](int j) {
-#pragma unroll
-      for (int q = 0; q < kPanels; ++q) loadMatrixX4Trans(b[j % kHeld][q], vLane + q * panelStride + j * stepBytes);
-    };
-    if constexpr (kVInRegisters) {
-#pragma unroll
-      for (int j = 0; j < kKeySteps; ++j) load(j);
-    } else if constexpr (kPipeKv) {
-      load(0);
-    }
-#pragma unroll
-    for (int j = 0; j < kKeySteps; ++j) {
-      if constexpr (kPipeKv && !kVInRegisters) {
-        if (j + 1 < kKeySteps) load(j + 1);
-      } else if constexpr (!kVInRegisters) {
-        load(j);
-      }
-      const uint32_t(&cur)[kPanels][4] = b[j % kHeld];
-      o.mma(2 * panel, pFrag[j], {cur[0][0], cur[0][1]});
-      o.mma(2 * panel + 1, pFrag[j], {cur[0][2], cur[0][3]});
-      if constexpr (kPair) {
-        o.mma(2 * second, pFrag[j], {cur[1][0], cur[1][1]});
-        o.mma(2 * second + 1, pFrag[j], {cur[1][2], cur[1][3]});
-      }
-    }
+    forEachColumnsB<kKeySteps, kPair, kVInRegisters, kPipeKv>(
+        vLane, panelStride, vRowBytes, [&](int q, int j, const uint32_t(&b)[4]) {
+          const int n = 2 * (q == 0 ? panel : second);
+          o.mma(n, pFrag[j], {b[0], b[1]});
+          o.mma(n + 1, pFrag[j], {b[2], b[3]});
+        });
   }
 
   // Running softmax statistics of the thread's two rows (g and g + 8), in the log2 domain.

@@ -48,25 +48,16 @@ FFPA_DEVICE void accumulateScores(AccumulatorTile<kTiles>& s, uint32_t aLane, ui
 
 // C[16 rows, n8 tiles 2 * tile .. +1] += A[16 rows, 16 * kSteps] B[16 * kSteps rows, panel]
 // and, with kPair, the same for tile + 1 and the panel `panelStride` further: A as kSteps
-// fragments, B rows k16 at a time with ldmatrix.trans from the lane's address `bLane` in the
-// panel (laneOffsetA); the k16 steps outermost, so that the two panels' MMAs, which write
-// different accumulators, follow each other without waiting for one another.
+// fragments, B's from the lane's address `bLane` in the panel (forEachColumnsB).
 template <bool kPair, int kSteps, int kTiles, class Tag>
 FFPA_DEVICE void accumulatePanels(AccumulatorTile<kTiles>& c, int tile, const uint32_t (&a)[kSteps][4],
                                   uint32_t bLane, uint32_t panelStride, Tag tag) {
   const int second = kPair && 2 * tile + 3 < kTiles ? tile + 1 : tile;  // never past the last tile
-#pragma unroll
-  for (int j = 0; j < kSteps; ++j) {
-    uint32_t b[kPair ? 2 : 1][4];
-    loadMatrixX4Trans(b[0], bLane + j * 16 * 32);
-    if constexpr (kPair) loadMatrixX4Trans(b[1], bLane + panelStride + j * 16 * 32);
-    mmaF32(c.f[2 * tile], a[j], {b[0][0], b[0][1]}, c.f[2 * tile], tag);
-    mmaF32(c.f[2 * tile + 1], a[j], {b[0][2], b[0][3]}, c.f[2 * tile + 1], tag);
-    if constexpr (kPair) {
-      mmaF32(c.f[2 * second], a[j], {b[1][0], b[1][1]}, c.f[2 * second], tag);
-      mmaF32(c.f[2 * second + 1], a[j], {b[1][2], b[1][3]}, c.f[2 * second + 1], tag);
-    }
-  }
+  forEachColumnsB<kSteps, kPair, false, false>(bLane, panelStride, 32, [&](int q, int j, const uint32_t(&b)[4]) {
+    const int n = 2 * (q == 0 ? tile : second);
+    mmaF32(c.f[n], a[j], {b[0], b[1]}, c.f[n], tag);
+    mmaF32(c.f[n + 1], a[j], {b[2], b[3]}, c.f[n + 1], tag);
+  });
 }
 
 // The output steps of one product: acc (kOutPanels 16-column panels of the warp) += A B, B's

@@ -146,11 +146,44 @@ FFPA_DEVICE void forEachScorePanel(uint32_t a, uint32_t aPanelBytes, uint32_t b,
   for (int panel = 0; panel < panels; ++panel, a += aPanelBytes, b += bPanelBytes) body(a, b);
 }
 
+// The B fragments with k along the tile's rows (as V in P V, ldmatrix.trans) of one 16-column
+// panel or, with kPair, of two neighbouring ones `panelStride` apart, k16 step by k16 step from
+// the lane's address `bLane` in the first (laneOffsetA), the steps outermost: calls mma(q, j, b)
+// for panel q (0 or 1) and step j, b its four registers ({b[0], b[1]}: columns 0-7, {b[2], b[3]}:
+// 8-15), so that the two panels' MMAs, which write different accumulators, follow each other
+// without waiting for one another. The fragments load all before the first MMA (kAll), the next
+// step's while the current one multiplies (kPipe), or each step's just before its MMAs.
+template <int kSteps, bool kPair, bool kAll, bool kPipe, class Mma>
+FFPA_DEVICE void forEachColumnsB(uint32_t bLane, uint32_t panelStride, int rowBytes, Mma&& mma) {
+  constexpr int kPanels = kPair ? 2 : 1;
+  constexpr int kHeld = kAll ? kSteps : kPipe ? 2 : 1;  // steps whose fragments are held at once
+  const uint32_t stepBytes = 16u * rowBytes;
+  uint32_t b[kHeld][kPanels][4];
+  auto load = [&](int j) {
+#pragma unroll
+    for (int q = 0; q < kPanels; ++q) loadMatrixX4Trans(b[j % kHeld][q], bLane + q * panelStride + j * stepBytes);
+  };
+  if constexpr (kAll) {
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) load(j);
+  } else if constexpr (kPipe) {
+    load(0);
+  }
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    if constexpr (kPipe && !kAll) {
+      if (j + 1 < kSteps) load(j + 1);
+    } else if constexpr (!kAll) {
+      load(j);
+    }
+#pragma unroll
+    for (int q = 0; q < kPanels; ++q) mma(q, j, b[j % kHeld][q]);
+  }
+}
+
 // A of m16n8k16: rows [row0, row0 + 16) x the 16 columns of panel `panel` (ldmatrix.x4).
 FFPA_DEVICE void loadRowsA(uint32_t (&a)[4], uint32_t tile, int rows, int rowBytes, int row0, int panel) {
-  const int lane = threadIndex() % 32;
-  const int row = row0 + lane % 8 + 8 * ((lane / 8) % 2);
-  loadMatrixX4(a, tile + panelOffset(row, panel, lane / 16, rows, rowBytes));
+  loadMatrixX4(a, tile + uint32_t(panel * rows * rowBytes) + laneOffsetA(rowBytes, row0));
 }
 
 // Stores the thread's part of a 16 x (8 * tiles) accumulator, packed to 16 bits, into a swizzled

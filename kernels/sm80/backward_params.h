@@ -27,9 +27,13 @@
 
 namespace ffpa::sm80 {
 
-// The dQ kernel's tiles are the forward's: row groups of 16 queries, column warps that score
-// their own keys and own dQ's columns [c * warpColumns, +warpColumns).
-constexpr ForwardShape queryGradientShape(int headDim) { return forwardShape(headDim); }
+// The dQ kernel's tiles are the forward's with one m16 tile per warp: row groups of 16 queries,
+// column warps that score their own keys and own dQ's columns [c * warpColumns, +warpColumns).
+constexpr ForwardShape queryGradientShape(int headDim) {
+  ForwardShape shape = forwardShape(headDim);
+  shape.rowTiles = 1;
+  return shape;
+}
 
 // The dK/dV kernel: kRowWarps row groups of 16 keys and kColWarps column warps per group. Column
 // warp c of a group

@@ -1,7 +1,7 @@
 // The FFPA forward kernel for sm_80 and newer (mma.sync m16n8k16, ldmatrix, cp.async).
 //
-// One CTA computes O and LSE for Br = 16 * kRowWarps query rows of one (batch, head). For each
-// KV tile of Bc keys it runs a sequence of pipeline steps (see forward_params.h):
+// One CTA computes O and LSE for Br = 16 * kRowTiles * kRowWarps query rows of one (batch, head).
+// For each KV tile of Bc keys it runs a sequence of pipeline steps (see forward_params.h):
 //
 //   Q K^T steps:  S[Br, Bc] += Q[Br, 16 * w] K[Bc, 16 * w]^T   (w = qkPanelsPerStep panels)
 //   softmax:      online, in fp32, on the S registers; row maxima shared by the column warps
@@ -38,8 +38,9 @@ template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool
           bool kVInRegisters>
 struct ForwardKernel {
   using Element = typename Tag::Element;
-  static constexpr ForwardShape kShape = ffpa::sm80::forwardShape(kHeadDimV);
+  static constexpr ForwardShape kShape = ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters);
   static constexpr int kRowWarps = kShape.rowWarps;
+  static constexpr int kRowTiles = kShape.rowTiles;  // m16 tiles of a warp's rows
   static constexpr int kColWarps = kShape.colWarps;
   static constexpr int kThreads = kShape.threads();
   static constexpr int kRows = kShape.rows();   // Br
@@ -62,13 +63,15 @@ struct ForwardKernel {
   static_assert(!(kQkF16 || kPvF16) || sizeof(Tag) == sizeof(HalfTag), "fp16 accumulation needs fp16");
   static_assert(!kQInRegisters || kColWarps == 1, "Q fragments in registers: small d only");
   static_assert(!kVInRegisters || kColWarps == 1, "V fragments in registers: small d only");
+  static_assert(kRowTiles == 1 || (kColWarps == 1 && !kQInRegisters),
+                "two row tiles per warp: one warp owns all columns, Q fragments come from shared memory");
 
   // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role. Tensor
   // addresses are worked out where they are used (a few multiply-adds per pipeline step or per
   // store) rather than kept: at the register limit, values held across the whole KV loop are
   // what ptxas spills first.
   struct Coordinates : CtaRows {
-    int warpRow;      // first row of the warp's row group, relative to the CTA
+    int warpRow;      // first row of the warp's row group (kRowTiles m16 tiles), relative to the CTA
     int rowGroup;
     int colWarp;
     int group;        // lane / 4
@@ -86,7 +89,7 @@ struct ForwardKernel {
     c.group = role.group;
     c.quad = role.quad;
     static_cast<CtaRows&>(c) = ctaRows(p, kRows);
-    c.warpRow = c.rowGroup * 16;
+    c.warpRow = c.rowGroup * 16 * kRowTiles;
     const auto [batch, head] = gridPosition(p.gridDnhb, p.headsQ);
     c.batch = batch;
     c.head = head;
@@ -189,10 +192,15 @@ struct ForwardKernel {
     }
   };
 
-  // Q K^T of one panel for the warp's keys: S += Q[16 rows, panel] K[keys, panel]^T, K read at
-  // the lane's address `kLane` in the panel (laneOffsetRowsB of the warp's first key).
-  static FFPA_DEVICE void scorePanel(Scores& s, const uint32_t (&a)[4], uint32_t kLane, int kRowBytes) {
-    forEachRowsB<kKeyTiles, kPipeKv>(kLane, kRowBytes, [&](int n, const uint32_t(&b)[2]) { s.mma(n, a, b); });
+  // Q K^T of one panel for the warp's keys: S += Q[16 rows, panel] K[keys, panel]^T for each row
+  // tile m (Q fragments a[m]), K read at the lane's address `kLane` in the panel (laneOffsetRowsB
+  // of the warp's first key): each K fragment feeds the MMAs of every row tile.
+  static FFPA_DEVICE void scorePanel(Scores (&s)[kRowTiles], const uint32_t (&a)[kRowTiles][4], uint32_t kLane,
+                                     int kRowBytes) {
+    forEachRowsB<kKeyTiles, kPipeKv>(kLane, kRowBytes, [&](int n, const uint32_t(&b)[2]) {
+#pragma unroll
+      for (int m = 0; m < kRowTiles; ++m) s[m].mma(n, a[m], b);
+    });
   }
 
   // Output accumulators: fp32 (o[n][0..1] row g, [2..3] row g + 8) or fp16 pairs.
@@ -244,19 +252,23 @@ struct ForwardKernel {
     }
   };
 
-  // O += P V for output panels `panel` and, with kPair, panel + 1 of the warp, from the V panel
-  // at `vLane` (the lane's address in it) and the next one `panelStride` further (forEachColumnsB:
-  // V fragments all first with kVInRegisters, one k16 step ahead with kPipeKv).
+  // O += P V for output panels `panel` and, with kPair, panel + 1 of the warp, for each row tile
+  // m (P fragments pFrag[m]), from the V panel at `vLane` (the lane's address in it) and the next
+  // one `panelStride` further (forEachColumnsB: V fragments all first with kVInRegisters, one k16
+  // step ahead with kPipeKv).
   template <bool kPair>
-  static FFPA_DEVICE void valuePanels(Output& o, const uint32_t (&pFrag)[kKeySteps][4], uint32_t vLane,
-                                      uint32_t panelStride, int vRowBytes, int panel) {
+  static FFPA_DEVICE void valuePanels(Output (&o)[kRowTiles], const uint32_t (&pFrag)[kRowTiles][kKeySteps][4],
+                                      uint32_t vLane, uint32_t panelStride, int vRowBytes, int panel) {
     // The second panel's accumulators (a panel past the warp's last is never handed over).
     const int second = kPair && panel + 1 < kOutPanels ? panel + 1 : panel;
     forEachColumnsB<kKeySteps, kPair, kVInRegisters, kPipeKv>(
         vLane, panelStride, vRowBytes, [&](int q, int j, const uint32_t(&b)[4]) {
           const int n = 2 * (q == 0 ? panel : second);
-          o.mma(n, pFrag[j], {b[0], b[1]});
-          o.mma(n + 1, pFrag[j], {b[2], b[3]});
+#pragma unroll
+          for (int m = 0; m < kRowTiles; ++m) {
+            o[m].mma(n, pFrag[m][j], {b[0], b[1]});
+            o[m].mma(n + 1, pFrag[m][j], {b[2], b[3]});
+          }
         });
   }
 
@@ -288,13 +300,15 @@ struct ForwardKernel {
     }
   }
 
-  // Masks, exponentiates and packs the scores of KV tile `tile` into P; rescales O.
-  static FFPA_DEVICE void softmax(const ForwardParams& p, const Coordinates& c, int tile, Scores& s,
-                                  RowStats& stats, Output& o, uint32_t (&pFrag)[kKeySteps][4]) {
+  // Masks, exponentiates and packs the scores of row tile `rowTile` of the warp for KV tile
+  // `keys` into P; rescales O.
+  static FFPA_DEVICE void softmax(const ForwardParams& p, const Coordinates& c, int tile, const KeyTile& keys,
+                                  int rowTile, Scores& s, RowStats& stats, Output& o,
+                                  uint32_t (&pFrag)[kKeySteps][4]) {
     s.toFloat();
-    const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
-    const RowKeyMask mask = rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group);
+    const RowKeyMask mask =
+        rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + 16 * rowTile + c.group);
     float tileMax[2];
     // The CTA's rows all see every key of most tiles (mask.masked is false there): no test per
     // score on those.
@@ -363,8 +377,9 @@ struct ForwardKernel {
     }
   }
 
-  // Divides O by the row sums and stores O (and LSE) of the warp's rows and columns.
-  static FFPA_DEVICE void finish(const ForwardParams& p, const Coordinates& c, RowStats& stats,
+  // Divides O by the row sums and stores O (and LSE) of row tile `rowTile` of the warp, its
+  // columns.
+  static FFPA_DEVICE void finish(const ForwardParams& p, const Coordinates& c, int rowTile, RowStats& stats,
                                  const Output& o) {
     float sum[2];
 #pragma unroll
@@ -391,7 +406,7 @@ struct ForwardKernel {
     const Outputs outputs = outputsOf(p, c);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int row = c.firstRow + c.warpRow + c.group + 8 * half;
+      const int row = c.firstRow + c.warpRow + 16 * rowTile + c.group + 8 * half;
       if (row >= c.rowEnd) continue;
       // A row that saw no key (causal, bottom-right, more queries than keys): O = 0, LSE = -inf.
       // A NaN sum (a NaN score: max stayed -inf, exp2(NaN) = NaN) is not 0: it reaches O and LSE.
@@ -427,10 +442,11 @@ struct ForwardKernel {
     auto pipe = makeStepPipeline(p.rings, shared, p.qkSteps, p.vSteps, tiles,
                                  [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, tile, inTile, slot); });
 
-    RowStats stats;
-    Output o;
-    o.clear();
-    [[maybe_unused]] uint32_t qFrag[kQRegisterPanels][4];
+    RowStats stats[kRowTiles];
+    Output o[kRowTiles];
+#pragma unroll
+    for (int m = 0; m < kRowTiles; ++m) o[m].clear();
+    [[maybe_unused]] uint32_t qFrag[kQRegisterPanels][kRowTiles][4];
     if (tiles > 0) {
       if (p.persistQ) {
         // The persisted Q tile: the first commit group, before every step.
@@ -448,15 +464,16 @@ struct ForwardKernel {
 #pragma unroll
         for (int panel = 0; panel < kQRegisterPanels; ++panel) {
           if (panel < qkPanels) {
-            loadRowsA(qFrag[panel], shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, panel);
+            loadRowsA(qFrag[panel][0], shared + p.qPersistOffset, kRows, p.qRowBytes, c.warpRow, panel);
           }
         }
       }
     }
 
     for (int tile = 0; tile < tiles; ++tile) {
-      Scores s;
-      s.clear();
+      Scores s[kRowTiles];
+#pragma unroll
+      for (int m = 0; m < kRowTiles; ++m) s[m].clear();
       const uint32_t kLane = p.qkSlotKOffset + laneOffsetRowsB<kKeyTiles>(p.kRowBytes, c.colWarp * kShape.keysPerWarp);
       if constexpr (kQInRegisters) {
         // K panels of a step: one stride of kKeys rows apart.
@@ -465,7 +482,8 @@ struct ForwardKernel {
             [&](uint32_t kPanel, int panel) { scorePanel(s, qFrag[panel], kPanel + kLane, p.kRowBytes); });
       } else {
         // The Q and K panels of a step lie one panel stride apart; the persisted Q tile's panel
-        // of the step's first panel replaces the slot's Q.
+        // of the step's first panel replaces the slot's Q. A warp's second row tile lies 16 rows
+        // (16 row lengths) after its first.
         const uint32_t qPanelBytes = uint32_t(kRows * p.qRowBytes), kPanelBytes = uint32_t(kKeys * p.kRowBytes);
         const uint32_t qLane = laneOffsetA(p.qRowBytes, c.warpRow);
         for (int firstPanel = 0; firstPanel < qkPanels; firstPanel += p.qkPanelsPerStep) {
@@ -473,15 +491,18 @@ struct ForwardKernel {
           const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
           const uint32_t qAddress = (p.persistQ ? shared + p.qPersistOffset + firstPanel * qPanelBytes : slot) + qLane;
           forEachScorePanel(qAddress, qPanelBytes, slot + kLane, kPanelBytes, panels, [&](uint32_t q, uint32_t k) {
-            uint32_t a[4];
-            loadMatrixX4(a, q);
+            uint32_t a[kRowTiles][4];
+#pragma unroll
+            for (int m = 0; m < kRowTiles; ++m) loadMatrixX4(a[m], q + uint32_t(m * 16 * p.qRowBytes));
             scorePanel(s, a, k, p.kRowBytes);
           });
         }
       }
 
-      uint32_t pFrag[kKeySteps][4];
-      softmax(p, c, tile, s, stats, o, pFrag);
+      uint32_t pFrag[kRowTiles][kKeySteps][4];
+      const KeyTile keys = keyTile(p, c, tile);
+#pragma unroll
+      for (int m = 0; m < kRowTiles; ++m) softmax(p, c, tile, keys, m, s[m], stats[m], o[m], pFrag[m]);
 
       // The V panels of a step, one per column warp per output panel, are interleaved: the
       // warp's panel for output panel `panel` is kColWarps panels of kKeys rows after the last.
@@ -494,15 +515,16 @@ struct ForwardKernel {
                                                                             p.vRowBytes, panel);
                                        });
     }
-    finish(p, c, stats, o);
+#pragma unroll
+    for (int m = 0; m < kRowTiles; ++m) finish(p, c, m, stats[m], o[m]);
   }
 };
 
 // The kernel entry point of an instance.
 template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
           bool kVInRegisters>
-FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::forwardShape(kHeadDimV).threads(),
-                                    ffpa::sm80::forwardShape(kHeadDimV).threads() <= 128 ? 2 : 1)
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters).threads(),
+                                    ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters).threads() <= 128 ? 2 : 1)
     forwardKernel(const FFPA_GRID_CONSTANT ForwardParams params) {
   ForwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv, kQInRegisters, kVInRegisters>::run(params);
 }

@@ -2,8 +2,8 @@
 // parameters, and the shared-memory layout. Plain C++ (no CUDA), so that the planner, the kernel
 // and the CPU warp emulator compute the layout with the same code.
 //
-// The kernel splits a CTA's warps into kRowWarps row groups of 16 query rows and kColWarps column
-// warps per group. Column warp c of a group
+// The kernel splits a CTA's warps into kRowWarps row groups of 16 * rowTiles query rows and
+// kColWarps column warps per group. Column warp c of a group
 //   - computes S = Q K^T for its keysPerWarp keys of the KV tile (over the whole d_qk, 16 columns
 //     at a time),
 //   - shares its row maxima (and, for kColWarps > 1, its part of P) with the group through shared
@@ -21,13 +21,14 @@
 namespace ffpa::sm80 {
 
 struct ForwardShape {
-  int rowWarps;     // row groups of 16 query rows: Br = 16 * rowWarps
+  int rowWarps;     // row groups of 16 * rowTiles query rows: Br = 16 * rowTiles * rowWarps
   int colWarps;     // warps sharing a row group, each with its own keys and output columns
   int keysPerWarp;  // keys of a KV tile each column warp scores: Bc = colWarps * keysPerWarp
   int warpColumns;  // output columns of each column warp: d_v <= colWarps * warpColumns
+  int rowTiles = 1; // m16 row tiles of a warp (2: every K and V fragment serves two MMAs)
 
   constexpr int threads() const { return 32 * rowWarps * colWarps; }
-  constexpr int rows() const { return 16 * rowWarps; }
+  constexpr int rows() const { return 16 * rowTiles * rowWarps; }
   constexpr int keys() const { return colWarps * keysPerWarp; }
   constexpr int maxHeadDimV() const { return colWarps * warpColumns; }
 };
@@ -35,12 +36,20 @@ struct ForwardShape {
 constexpr int roundUp16(int value) { return (value + 15) / 16 * 16; }
 
 // The shape of the instance compiled for value head dim `headDimV` (a multiple of 16, <= 1024).
-// Up to d_v = 128 one warp owns all columns (FlashAttention-2's split-Q, P stays in registers);
-// beyond, the columns are split so that a warp keeps at most 256 columns (128 fp32 registers) with
-// 256 threads per CTA, where a thread may use up to 255 registers. (16 warps would cap threads at
-// 128 registers, which O, P and the fragments of a 128-column warp exceed.)
-constexpr ForwardShape forwardShape(int headDimV) {
-  if (headDimV <= 128) return {4, 1, 64, roundUp16(headDimV)};
+// Up to d_v = 128 one warp owns all columns of 32 rows, two m16 tiles, and KV tiles have 32 keys
+// (FlashAttention-2's split-Q, Br = 128 on 4 warps, P in registers): each K and V fragment read
+// from shared memory feeds two MMAs, half the shared-memory reads per MMA of 16-row warps, for the
+// same exponentials and barriers per MMA as 64-key tiles of 16 rows (64 keys of two row tiles
+// would hold 64 more registers of S and P than the 255 a thread has beside its 128 of O). With
+// Q's fragments kept in registers (qInRegisters: d_qk / 4 registers per row tile) a warp has 16
+// rows and 64 keys. Beyond d_v = 128 the columns are split so that a warp keeps at most 256
+// columns (128 fp32 registers) of 16 rows with 256 threads per CTA, where a thread may use up to
+// 255 registers. (16 warps would cap threads at 128 registers, which O, P and the fragments of a
+// 128-column warp exceed.)
+constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false) {
+  if (headDimV <= 128) {
+    return qInRegisters ? ForwardShape{4, 1, 64, roundUp16(headDimV), 1} : ForwardShape{4, 1, 32, roundUp16(headDimV), 2};
+  }
   if (headDimV <= 512) return {4, 2, 32, roundUp16((headDimV + 1) / 2)};
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
 }
@@ -105,7 +114,7 @@ struct PipelineChoice {
 inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& choice, ForwardParams& p) {
   const int qkPanels = p.headDimQk / 16;
   const int warpPanels = shape.warpColumns / 16;
-  const int keyTiles = shape.keysPerWarp / 8;  // m16n8 MMAs per warp per Q K^T panel
+  const int panelMmas = shape.rowTiles * shape.keysPerWarp / 8;  // m16n8k16 MMAs per warp per Q K^T panel
   if (choice.persistKv) {
     p.qkPanelsPerStep = qkPanels;
     p.vPanelsPerStep = warpPanels;
@@ -114,7 +123,7 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
     // the wait and the barrier) costs about as many instructions as 16 MMAs with their ldmatrix,
     // and a larger step also lets a copy's latency pass behind more MMAs. (The planner halves
     // these where two stages of them do not fit the device's shared memory.)
-    const int qkDefault = 32 / keyTiles < 8 ? 32 / keyTiles : 8;
+    const int qkDefault = 32 / panelMmas < 8 ? 32 / panelMmas : 8;
     p.qkPanelsPerStep = choice.qkPanelsPerStep > 0 ? choice.qkPanelsPerStep : qkDefault;
     p.vPanelsPerStep = choice.vPanelsPerStep > 0 ? choice.vPanelsPerStep : 4;
     if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;

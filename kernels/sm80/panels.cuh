@@ -44,34 +44,41 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
 // Consecutive thread pairs take consecutive rows of a panel: a warp writes 16 whole panel rows,
 // 512 contiguous bytes of shared memory (no bank conflict; a row-major order would put the
 // threads of a warp on the same banks of different panels), and reads 16 full 32-byte sectors.
-// The CTA's thread pairs cover whole panels, so a thread keeps one row and 16-byte unit for every
+// The CTA's thread pairs cover whole panels (or, for a tile of more rows than pairs, a panel in
+// kRows / pairs row blocks), so a thread keeps one row (per block) and 16-byte unit for every
 // panel it copies, and that row's address and validity are worked out once.
 template <int kRows, int kThreads, class Element, class ColumnOf>
 FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
                           int validRows, int validColumns, ColumnOf columnOf) {
+  constexpr int kPairs = kThreads / 2;
+  constexpr int kBlockRows = kRows < kPairs ? kRows : kPairs;  // rows one pass of pairs covers
   static_assert(kRows > 0 && (kRows & (kRows - 1)) == 0, "rows: a power of two");
-  static_assert(kThreads % 32 == 0 && (kThreads / 2) % kRows == 0, "thread pairs: whole panels per pass");
-  constexpr int kPanelStride = kThreads / 2 / kRows;  // panels copied by the CTA per pass
+  static_assert(kThreads % 32 == 0 && (kPairs % kRows == 0 || kRows % kPairs == 0),
+                "thread pairs: whole panels per pass, or whole row blocks of a panel");
+  constexpr int kPanelStride = kPairs / kBlockRows;  // panels copied by the CTA per pass
   // Copies are issued inside the kernels' KV loops: what the thread works out here is worked
   // out at each issue, not hoisted to hold registers across the loop.
   const int thread = threadIndexAtUse();
   const int unit = thread & 1;
-  const int row = (thread >> 1) & (kRows - 1);
-  // Columns a copy may read: none on a row past validRows, whose copies zero-fill from the
-  // tile's first row (an address that is always mapped).
-  const uint32_t columnLimit = row < validRows ? static_cast<uint32_t>(validColumns) : 0u;
-  const char* rowSource =
-      reinterpret_cast<const char*>(global + (columnLimit != 0u ? row * rowStride : 0) + unit * 8);
-  const int firstPanel = (thread >> 1) / kRows;
-  // The destination runs on by kPanelStride panels per copy: one addition instead of a product.
+  const int firstPanel = (thread >> 1) / kBlockRows;
   const uint32_t panelBytes = static_cast<uint32_t>(kRows * rowBytes);
-  uint32_t destination = shared + panelOffset(row, firstPanel, unit, kRows, rowBytes);
-  for (int panel = firstPanel; panel < panels; panel += kPanelStride, destination += kPanelStride * panelBytes) {
-    const int column = columnOf(panel);
-    if (column < 0) continue;
-    // One unsigned comparison: a column past validColumns, or any column of an invalid row.
-    const bool valid = static_cast<uint32_t>(column) < columnLimit;
-    copyAsync16(destination, rowSource + (valid ? column * int(sizeof(Element)) : 0), valid);
+#pragma unroll
+  for (int block = 0; block < kRows / kBlockRows; ++block) {
+    const int row = ((thread >> 1) & (kBlockRows - 1)) + block * kBlockRows;
+    // Columns a copy may read: none on a row past validRows, whose copies zero-fill from the
+    // tile's first row (an address that is always mapped).
+    const uint32_t columnLimit = row < validRows ? static_cast<uint32_t>(validColumns) : 0u;
+    const char* rowSource =
+        reinterpret_cast<const char*>(global + (columnLimit != 0u ? row * rowStride : 0) + unit * 8);
+    // The destination runs on by kPanelStride panels per copy: one addition instead of a product.
+    uint32_t destination = shared + panelOffset(row, firstPanel, unit, kRows, rowBytes);
+    for (int panel = firstPanel; panel < panels; panel += kPanelStride, destination += kPanelStride * panelBytes) {
+      const int column = columnOf(panel);
+      if (column < 0) continue;
+      // One unsigned comparison: a column past validColumns, or any column of an invalid row.
+      const bool valid = static_cast<uint32_t>(column) < columnLimit;
+      copyAsync16(destination, rowSource + (valid ? column * int(sizeof(Element)) : 0), valid);
+    }
   }
 }
 

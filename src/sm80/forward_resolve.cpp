@@ -89,8 +89,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
                                "special-function unit: set it to 0")));
   }
   ForwardLaunch d;
-  d.shape = forwardShape(headDimV);
-  const bool smallShape = d.shape.colWarps == 1;
+  const bool smallShape = forwardShape(headDimV).colWarps == 1;
 
   // Fragment handling: template parameters, so each setting is its own compiled instance.
   const bool pipeKv = policy.flag(FFPA_POLICY_REGISTERS_PIPE_KV);
@@ -102,6 +101,8 @@ ForwardResolution resolveForward(const PlanRequest& r) {
                                problem.headDimQk, " would take ", problem.headDimQk / 4,
                                " registers per thread; set it to 0")));
   }
+  // Q fragments kept in registers leave room for one m16 row tile per warp.
+  d.shape = forwardShape(headDimV, qInRegisters);
   d.instance = findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters);
   if (d.instance == nullptr) {
     return refuse(rejected(cat(
@@ -183,7 +184,7 @@ std::string describeForwardConfig(const ForwardLaunch& d) {
   const ForwardParams& p = d.layout;
   const char* swizzle[] = {"pad", "swizzle"};
   return cat("Br=", d.shape.rows(), " Bc=", d.shape.keys(), " warps=", d.shape.rowWarps, "x",
-             d.shape.colWarps, " threads=", d.shape.threads(), " d_v<=", d.instance->headDimV,
+             d.shape.colWarps, " threads=", d.shape.threads(), " warp_rows=", 16 * d.shape.rowTiles, " d_v<=", d.instance->headDimV,
              " stages=", p.rings.stages, " qk_step=", p.qkPanelsPerStep * 16, " v_step=", p.vPanelsPerStep * 16,
              " prefetch=", p.rings.prefetch, " smem_share=", p.rings.shared, " q=", swizzle[d.choice.swizzleQ],
              " k=", swizzle[d.choice.swizzleK], " v=", swizzle[d.choice.swizzleV],

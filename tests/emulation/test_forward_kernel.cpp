@@ -115,14 +115,15 @@ TEST_CASE("the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {
                        {448, 448}, {512, 512}, {576, 512}, {640, 640}, {768, 768}, {1024, 1024},
                        {96, 64},   {128, 320}};
   // (Hq, Hkv, Nq, Nkv): equal lengths, fewer queries, more queries (bottom-right leaves the first
-  // rows without keys), single rows and keys.
-  const int64_t shapes[][4] = {{2, 2, 65, 65}, {4, 1, 33, 100}, {3, 3, 100, 47}, {4, 2, 1, 80},
-                               {2, 1, 77, 1},  {2, 2, 128, 128}};
+  // rows without keys), single rows and keys, rows over several row tiles of every shape.
+  const int64_t shapes[][4] = {{2, 2, 65, 65}, {4, 1, 33, 100},  {3, 3, 100, 47}, {4, 2, 1, 80},
+                               {2, 1, 77, 1},  {2, 2, 128, 128}, {1, 1, 290, 270}};
+  constexpr int kShapes = sizeof(shapes) / sizeof(shapes[0]);
   const int largest = largestCompiledHeadDim();
   int index = 0, run = 0;
   for (const Dims& d : dims) {
     for (DType dtype : {DType::float16, DType::bfloat16}) {
-      const int64_t* s = shapes[index % 6];
+      const int64_t* s = shapes[index % kShapes];
       AttentionCase c;
       c.shape = problem(index % 4 == 3 ? 2 : 1, s[0], s[1], s[2], s[3], d.qk, d.v,
                                 kMasks[index % 3]);

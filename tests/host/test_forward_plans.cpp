@@ -31,13 +31,19 @@ TEST_CASE("the defaults of seed 000 pick the fast kernel with its default config
                            "q=swizzle k=swizzle v=swizzle", "persist_q=0", "persist_kv=0", "grid=(N/Br,B*H)"}) {
     CHECK_HAS(d.config, part);
   }
-  // Small head dims: one warp per row group, coarse tiles (whole d per step), Q persisted, V
-  // fragments in registers.
+  // Small head dims: one warp per row group of two row tiles, coarse tiles (whole d per step), Q
+  // persisted, V fragments in registers.
   const Described s = describeForward(h, small());
   CHECK(s.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");
-  for (const char* part : {"warps=4x1 threads=128", "persist_q=1", "persist_kv=1", "qk_step=128", "v_step=128"}) {
+  for (const char* part : {"Br=128 Bc=32 warps=4x1 threads=128 warp_rows=32", "persist_q=1", "persist_kv=1",
+                           "qk_step=128", "v_step=128"}) {
     CHECK_HAS(s.config, part);
   }
+  // Q fragments in registers leave room for one row tile of 16 rows per warp.
+  h.set<int32_t>(FFPA_POLICY_PERSIST_Q_S2R, 1);
+  const Described q = describeForward(h, small());
+  CHECK(q.kernel == "sm80.forward.f16.d128.acc_f32.q_s2r.v_s2r");
+  CHECK_HAS(q.config, "Br=64 Bc=64 warps=4x1 threads=128 warp_rows=16");
 }
 
 TEST_CASE("each accumulator mode runs its own instance; bf16 accumulates in fp32 only") {
@@ -158,7 +164,7 @@ TEST_CASE("knobs left at their defaults give way to the device's shared memory; 
 }
 
 TEST_CASE("default pipeline steps hold about 32 MMAs per warp and halve to keep two stages where they do not fit") {
-  REQUIRE_COMPILED(512);
+  REQUIRE_COMPILED(128, 512);
   // d = 512: 32 keys per column warp (4 n8 tiles), so 8 Q K^T panels per step, and 4 V panels.
   Handle a100(describedA100());
   const Described roomy = describeForward(a100, large());
@@ -176,6 +182,9 @@ TEST_CASE("default pipeline steps hold about 32 MMAs per warp and halve to keep 
   // Stages the caller set stay; the default steps still halve to make room for them.
   ada.set<int32_t>(FFPA_POLICY_STAGES, 2);
   CHECK_HAS(describeForward(ada, large()).config, "steps/2(fit)");
+  // d = 128 in fine steps: two row tiles of 32 keys (8 MMAs per panel), so 4 Q K^T panels.
+  a100.set<int32_t>(FFPA_POLICY_PERSIST_KV_G2S, 0);
+  CHECK_HAS(describeForward(a100, small()).config, "qk_step=64");
 }
 
 TEST_CASE("problems outside the fast kernels' domain go to the reference, saying why") {

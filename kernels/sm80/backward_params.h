@@ -27,12 +27,14 @@
 
 namespace ffpa::sm80 {
 
-// The dQ kernel's tiles are the forward's with one m16 tile per warp: row groups of 16 queries,
-// column warps that score their own keys and own dQ's columns [c * warpColumns, +warpColumns).
+// The dQ kernel's tiles: row groups of 16 queries, column warps that score their own keys and
+// own dQ's columns [c * warpColumns, +warpColumns): one warp per row group up to d = 128, two
+// above, four above 512, so that a warp keeps at most 256 columns of dQ (128 fp32 registers per
+// thread) besides S, dP, P and dS.
 constexpr ForwardShape queryGradientShape(int headDim) {
-  ForwardShape shape = forwardShape(headDim);
-  shape.rowTiles = 1;
-  return shape;
+  if (headDim <= 128) return {4, 1, 64, roundUp16(headDim)};
+  if (headDim <= 512) return {4, 2, 32, roundUp16((headDim + 1) / 2)};
+  return {2, 4, 16, roundUp16((headDim + 3) / 4)};
 }
 
 // The dK/dV kernel: kRowWarps row groups of 16 keys and kColWarps column warps per group. Column

@@ -36,20 +36,24 @@ struct ForwardShape {
 constexpr int roundUp16(int value) { return (value + 15) / 16 * 16; }
 
 // The shape of the instance compiled for value head dim `headDimV` (a multiple of 16, <= 1024).
-// Up to d_v = 128 one warp owns all columns of 32 rows, two m16 tiles, and KV tiles have 32 keys
-// (FlashAttention-2's split-Q, Br = 128 on 4 warps, P in registers): each K and V fragment read
-// from shared memory feeds two MMAs, half the shared-memory reads per MMA of 16-row warps, for the
-// same exponentials and barriers per MMA as 64-key tiles of 16 rows (64 keys of two row tiles
-// would hold 64 more registers of S and P than the 255 a thread has beside its 128 of O). With
-// Q's fragments kept in registers (qInRegisters: d_qk / 4 registers per row tile) a warp has 16
-// rows and 64 keys. Beyond d_v = 128 the columns are split so that a warp keeps at most 256
-// columns (128 fp32 registers) of 16 rows with 256 threads per CTA, where a thread may use up to
-// 255 registers. (16 warps would cap threads at 128 registers, which O, P and the fragments of a
-// 128-column warp exceed.)
+// Up to d_v = 256 one warp owns all columns of its rows (FlashAttention-2's split-Q; P stays in
+// registers, no exchange between warps):
+//   - up to 128: 32 rows, two m16 tiles, on 4 warps (Br = 128), KV tiles of 32 keys: each K and V
+//     fragment read from shared memory feeds two MMAs, half the shared-memory reads per MMA of
+//     16-row warps, for the same exponentials and barriers per MMA as 64-key tiles of 16 rows (64
+//     keys of two row tiles would hold 64 more registers of S and P than the 255 a thread has
+//     beside its 128 of O). With Q's fragments kept in registers (qInRegisters: d_qk / 4
+//     registers per row tile) a warp has 16 rows and 64 keys.
+//   - 129 to 256: 16 rows on 8 warps (Br = 128), KV tiles of 64 keys: O is 128 fp32 registers.
+// Beyond d_v = 256 the columns are split so that a warp keeps at most 256 columns (128 fp32
+// registers) of 16 rows with 256 threads per CTA, where a thread may use up to 255 registers. (16
+// warps would cap threads at 128 registers, which O, P and the fragments of a 128-column warp
+// exceed.)
 constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false) {
   if (headDimV <= 128) {
     return qInRegisters ? ForwardShape{4, 1, 64, roundUp16(headDimV), 1} : ForwardShape{4, 1, 32, roundUp16(headDimV), 2};
   }
+  if (headDimV <= 256) return {8, 1, 64, roundUp16(headDimV)};
   if (headDimV <= 512) return {4, 2, 32, roundUp16((headDimV + 1) / 2)};
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
 }

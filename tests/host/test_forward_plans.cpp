@@ -39,6 +39,10 @@ TEST_CASE("the defaults of seed 000 pick the fast kernel with its default config
                            "qk_step=128", "v_step=128"}) {
     CHECK_HAS(s.config, part);
   }
+  // d_v <= 256: still one warp per row group (no exchange of P), 16 rows each on 8 warps.
+  const Described d256 = describeForward(h, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 256));
+  CHECK(d256.kernel == "sm80.forward.f16.d256.acc_f32.v_s2r");
+  CHECK_HAS(d256.config, "Br=128 Bc=64 warps=8x1 threads=256 warp_rows=16");
   // Q fragments in registers leave room for one row tile of 16 rows per warp.
   h.set<int32_t>(FFPA_POLICY_PERSIST_Q_S2R, 1);
   const Described q = describeForward(h, small());

@@ -165,7 +165,7 @@ FFPA_DEVICE CtaKeys ctaKeys(const Params& p, const slices::SliceView& view, cons
 // head `kvHead`: the query head, the tile's first query, and the slice it is seen through (-1:
 // no slices; the tiles then follow each other from firstQueryTile).
 struct QueryTile {
-  int64_t head;
+  int head;  // an int (heads < 2^31): the dK/dV kernels keep it across their loops
   int firstQuery;
   int slice;
 };
@@ -184,7 +184,7 @@ FFPA_DEVICE int queryHeadOfStep(const CtaKeys& c, int groupSize, int step) {
 FFPA_DEVICE QueryTile queryTileOf(const slices::SliceView& view, const CtaKeys& c, int64_t kvHead, int groupSize,
                                   int tileQueries, int step) {
   const int group = queryHeadOfStep(c, groupSize, step);
-  const int64_t head = kvHead * groupSize + group;
+  const int head = static_cast<int>(kvHead * groupSize + group);
   const int tile = step - group * c.queryTiles;
   if (view.slices == nullptr) return {head, (c.firstQueryTile + tile) * tileQueries, -1};
   const slices::WalkTile t = slices::walkTile(view, false, c.segment, c.firstKey, c.keyEnd - 1, tileQueries, tile);

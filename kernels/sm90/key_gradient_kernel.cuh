@@ -16,10 +16,10 @@
 // tiles-empty waits then pass at once. Where shared memory holds two Q buffers (qBuffers = 2:
 // clusters of two at 384 and 512, of four at 768), the producer loads Q(s+1) into the other
 // buffer first, [Q empty s-1] Q(s+1), then dO(s+1), and consumer 0 can start S^T(s+1) as soon
-// as it is done with step s; the dP-empty and tiles-empty waits then order the consumers. There,
-// where its registers allow (64 columns per consumer: d 384 and 768), consumer 0 also defers
-// dK0 += dS^T Q of step s into step s+1, between sending its partial S^T(s+1) and adding the
-// partner's, so that the tensor cores work while the partial crosses the cluster:
+// as it is done with step s; the dP-empty and tiles-empty waits then order the consumers. There
+// consumer 0 also defers dK0 += dS^T Q of step s into step s+1, between sending its partial
+// S^T(s+1) and adding the partner's, so that the tensor cores work while the partial crosses the
+// cluster:
 //   [Q full s+1] S^T(s+1); dK0 += dS^T Q(s) issued; partial sent; [Exchange full] landed;
 //   dK0 done -> Q empty (s), tiles empty (s); received partial added; P^T(s+1) ...
 //
@@ -55,10 +55,10 @@ struct KeyGradientKernel {
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
   static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 128, "wgmma N: 64..128 per consumer");
   static constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
-  // Whether consumer 0 may defer its dK product into the next step's exchange (with two Q
-  // buffers): its accumulators are then in flight there, where ptxas cannot spill them, and at
-  // 128 columns (dV and dK 128 registers, S^T 32 of the 232) the rest spills a few registers.
-  static constexpr bool kMayDeferKey = kColumns0 < 128;
+  // Whether consumer 1 defers its dK product as consumer 0 does (with two Q buffers): its dV, dK,
+  // dP^T and delta leave the registers for it in clusters of two with an even split (d 512);
+  // ptxas spilled where consumer 1 holds 128 of 192 columns (d 384 and 768).
+  static constexpr bool kConsumer1Defers = kCluster == 2 && kColumns0 == kColumns1;
 
   struct Shared {
     uint32_t k, v, q, dO, p, ds;
@@ -71,8 +71,8 @@ struct KeyGradientKernel {
   // The cluster's keys and the 64-query tiles they meet (those of the mma.sync dK/dV kernel's
   // key-major CTAs: sm80::CtaKeys), and this CTA's share of the head dims.
   struct Position : ffpa::kernels::sm80::CtaKeys {
-    int64_t batch;
-    int64_t kvHead;
+    int batch;  // ints (< 2^31): every register a consumer keeps across its loop counts
+    int kvHead;
     int rank;          // in the cluster
     BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
     int steps;         // query tiles of all the group's heads
@@ -110,8 +110,8 @@ struct KeyGradientKernel {
     at.rank = clusterRank();
     static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
         p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys);
-    at.batch = grid.batch;
-    at.kvHead = grid.head;
+    at.batch = static_cast<int>(grid.batch);
+    at.kvHead = static_cast<int>(grid.head);
     at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
     at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
     at.steps = p.groupSize * at.queryTiles;
@@ -169,7 +169,7 @@ struct KeyGradientKernel {
   static FFPA_DEVICE void queryStats(const KeyGradientParams& p, const Position& at, const Step& t, const Lane& me,
                                      int which, float outside, float (&out)[kKeys / 4]) {
     const int64_t rows = int64_t(p.batch) * p.headsQ * p.seqQ;
-    const int64_t base = which * rows + (at.batch * p.headsQ + t.head) * p.seqQ;
+    const int64_t base = which * rows + (int64_t(at.batch) * p.headsQ + t.head) * p.seqQ;
     #pragma unroll
     for (int j = 0; j < kKeys / 8; ++j) {
       #pragma unroll
@@ -200,6 +200,27 @@ struct KeyGradientKernel {
     mbarrierArrive(s.barrier(kKeyTilesEmpty));
   }
 
+  // Sums the warpgroup's partial tile `tile` of step `step` over the cluster (exchange `x`). With
+  // kDeferKey, dK += dS^T Q of step - 1 (N columns of dK, Q's from byte `qColumns` of its buffer;
+  // none yet on the first step: an empty group) runs meanwhile: issued before the partial is
+  // sent, completed once the partner's has landed, and step - 1 released then.
+  template <bool kDeferKey, int N>
+  static FFPA_DEVICE void reduceOverKeyProduct(const Shared& s, const Position& at, const ExchangeStages& x,
+                                               float (&tile)[kTileRegisters], float (&dk)[N / 2], uint32_t qColumns,
+                                               const BufferRing& qRing, int step) {
+    if constexpr (kDeferKey) {
+      const int previous = qRing.slot(step - 1);
+      issueKeyProduct<N, Tag>(dk, s.ds, s.q + previous * kQBytes + qColumns, step > 0 ? 1 : 0);
+      reducePartials<kCluster>(x, tile, at.rank, step, at.steps, [&] {
+        wgmmaWait<0>();
+        wgmmaFenceOperands(dk);
+        if (step > 0) releaseKeyStep(s, previous);
+      });
+    } else {
+      reducePartials<kCluster>(x, tile, at.rank, step, at.steps);
+    }
+  }
+
   // Consumer 0: S^T, P^T, dS^T, and the first columns of dV and dK. kDeferKey (two Q buffers):
   // dK0 += dS^T Q of step s - 1 runs while step s's partial S^T makes its first round trip in
   // the cluster, instead of at the end of step s - 1, so that the warpgroup no longer waits idle.
@@ -220,18 +241,7 @@ struct KeyGradientKernel {
       const uint32_t q = s.q + qSlot * kQBytes;
       mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);
       scoreProduct<Tag>(tile, s.k, q, at.qk.count);
-      if constexpr (kDeferKey) {
-        // dK0 of the previous step (none yet on the first: an empty group).
-        const int previous = qRing.slot(step - 1);
-        issueKeyProduct<kColumns0, Tag>(dk, s.ds, s.q + previous * kQBytes, step > 0 ? 1 : 0);
-        reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps, [&] {
-          wgmmaWait<0>();
-          wgmmaFenceOperands(dk);
-          if (step > 0) releaseKeyStep(s, previous);
-        });
-      } else {
-        reducePartials<kCluster>(s.scores, tile, at.rank, step, at.steps);
-      }
+      reduceOverKeyProduct<kDeferKey, kColumns0>(s, at, s.scores, tile, dk, 0, qRing, step);
 
       // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where a query does not see a key row.
       VisibleQueries visible[2];
@@ -268,8 +278,10 @@ struct KeyGradientKernel {
     storeRows<kColumns0>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
   }
 
-  // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK. (Deferring its
-  // dK product as consumer 0 does spills at 128 columns: dV, dK and dP^T fill its registers.)
+  // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK. kDeferKey (two
+  // Q buffers): dK1 += dS^T Q of step s - 1 runs while step s's partial dP^T makes its first
+  // round trip in the cluster.
+  template <bool kDeferKey>
   static FFPA_DEVICE void consume1(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
     float dv[kColumns1 / 2], dk[kColumns1 / 2];
@@ -284,7 +296,7 @@ struct KeyGradientKernel {
       float dp[kTileRegisters];
       mbarrierWait(s.barrier(kKeyDOFull), step & 1);
       scoreProduct<Tag>(dp, s.v, s.dO, at.v.count);
-      reducePartials<kCluster>(s.gradients, dp, at.rank, step, at.steps);
+      reduceOverKeyProduct<kDeferKey, kColumns1>(s, at, s.gradients, dp, dk, kSecond, qRing, step);
 
       // Register 4 j + 2 half + e holds query column 8 j + 2 quad + e (sm90/ptx.cuh).
       #pragma unroll
@@ -298,8 +310,17 @@ struct KeyGradientKernel {
       mbarrierArrive(s.barrier(kKeyDOEmpty));
       const int qSlot = qRing.slot(step);
       mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);  // Q(s) is in place (consumer 0 saw it)
-      accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + qSlot * kQBytes + kSecond);
-      releaseKeyStep(s, qSlot);
+      if constexpr (!kDeferKey) {
+        accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + qSlot * kQBytes + kSecond);
+        releaseKeyStep(s, qSlot);
+      }
+    }
+    if constexpr (kDeferKey) {
+      if (at.steps > 0) {
+        const int last = qRing.slot(at.steps - 1);
+        accumulateKeyProduct<kColumns1, Tag>(dk, s.ds, s.q + last * kQBytes + kSecond);
+        releaseKeyStep(s, last);
+      }
     }
     storeRows<kColumns1>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, kColumns0, 1.0f);
     storeRows<kColumns1>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, kColumns0, p.scale);
@@ -318,16 +339,27 @@ struct KeyGradientKernel {
     };
     setExchangeArrivals(arrivals, kKeyExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
+    // The consumers work out their position again after taking their registers: computed once
+    // before the roles split, it lived in the entry's 168 registers, and at 128 columns per
+    // consumer (dV, dK, S^T and a deferred dK product in flight) ptxas spilled parts of it.
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
         at.steps > 0, [&] { produce(p, s, at); },
         [&] {
-          if (kMayDeferKey && p.qBuffers == 2) {
-            consume0<kMayDeferKey>(p, s, at);
+          const Position here = locate(p);
+          if (p.qBuffers == 2) {
+            consume0<true>(p, s, here);
           } else {
-            consume0<false>(p, s, at);
+            consume0<false>(p, s, here);
           }
         },
-        [&] { consume1(p, s, at); });
+        [&] {
+          const Position here = locate(p);
+          if (kConsumer1Defers && p.qBuffers == 2) {
+            consume1<kConsumer1Defers>(p, s, here);
+          } else {
+            consume1<false>(p, s, here);
+          }
+        });
   }
 };
 

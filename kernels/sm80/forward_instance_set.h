@@ -44,7 +44,8 @@ void visitFragmentVariants(Visitor& visitor) {
   visitor.template instance<Tag, kHeadDimV, false, false, false, false, kSmall>();
   visitor.template instance<Tag, kHeadDimV, false, false, true, false, kSmall>();
   if constexpr (kSmall) {
-    visitor.template instance<Tag, kHeadDimV, false, false, false, true, true>();
+    // Q fragments in registers: d_qk <= 128, and d_v <= 128, where a warp's O leaves room for them.
+    if constexpr (kHeadDimV <= 128) visitor.template instance<Tag, kHeadDimV, false, false, false, true, true>();
     visitor.template instance<Tag, kHeadDimV, false, false, false, false, false>();
   }
 }

@@ -137,10 +137,10 @@ struct ForwardKernel {
       const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
       if (!p.persistQ) {
-        copyTile<kRows, kThreads>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2],
+        copyTile<kRows, kThreads, false>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2],
                                   p.seqQ - c.firstRow, p.headDimQk, column);
       }
-      copyTile<kKeys, kThreads>(base + p.qkSlotKOffset, p.kRowBytes, panels,
+      copyTile<kKeys, kThreads, false>(base + p.qkSlotKOffset, p.kRowBytes, panels,
                                 keyRows(p, c, firstKey), p.kStrides[2], p.seqKv - firstKey,
                                 p.headDimQk, column);
     } else {
@@ -282,20 +282,18 @@ struct ForwardKernel {
     return reinterpret_cast<float*>(sharedMemory() + p.statsOffset);
   }
 
-  // Scales the thread's scores of a tile to log2 units and takes the maxima of its two rows;
-  // kMask: scores of keys `mask` hides become -inf first.
+  // Takes the maxima of the thread's two rows of raw scores of a tile (the scale, > 0, keeps
+  // their order: it is applied to the maxima and, in one FMA, to each exponent); kMask: scores of
+  // keys `mask` hides become -inf first.
   template <bool kMask>
-  static FFPA_DEVICE void scaleAndMax(Scores& s, float (&tileMax)[2], float scaleLog2, const RowKeyMask& mask,
-                                      int firstKey, int quad) {
+  static FFPA_DEVICE void maskAndMax(Scores& s, float (&tileMax)[2], const RowKeyMask& mask, int firstKey, int quad) {
     tileMax[0] = tileMax[1] = kNegativeInfinity;
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float value = s.f[n][e] * scaleLog2;
-        if (kMask && mask.hides(e >> 1, firstKey + 8 * n + 2 * quad + (e & 1))) value = kNegativeInfinity;
-        s.f[n][e] = value;
-        tileMax[e >> 1] = fmaxf(tileMax[e >> 1], value);
+        if (kMask && mask.hides(e >> 1, firstKey + 8 * n + 2 * quad + (e & 1))) s.f[n][e] = kNegativeInfinity;
+        tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s.f[n][e]);
       }
     }
   }
@@ -313,9 +311,9 @@ struct ForwardKernel {
     // The CTA's rows all see every key of most tiles (mask.masked is false there): no test per
     // score on those.
     if (mask.masked) {
-      scaleAndMax<true>(s, tileMax, p.scaleLog2, mask, firstKey, c.quad);
+      maskAndMax<true>(s, tileMax, mask, firstKey, c.quad);
     } else {
-      scaleAndMax<false>(s, tileMax, p.scaleLog2, mask, firstKey, c.quad);
+      maskAndMax<false>(s, tileMax, mask, firstKey, c.quad);
     }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -343,7 +341,8 @@ struct ForwardKernel {
     float alpha[2], base[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const float newMax = fmaxf(tileMax[half], stats.max[half]);
+      // Maxima in log2 units from here on, as stats.max.
+      const float newMax = fmaxf(tileMax[half] * p.scaleLog2, stats.max[half]);
       // A row that has seen no visible key yet keeps max -inf; exponentiate against 0 so that
       // its masked scores give exp2(-inf) = 0 and never -inf - -inf = NaN.
       base[half] = newMax == kNegativeInfinity ? 0.0f : newMax;
@@ -356,7 +355,7 @@ struct ForwardKernel {
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s.f[n][e] = exp2Approx(s.f[n][e] - base[e >> 1]);
+        s.f[n][e] = exp2Approx(fmaf(s.f[n][e], p.scaleLog2, -base[e >> 1]));
         stats.sum[e >> 1] += s.f[n][e];
       }
     }
@@ -451,7 +450,7 @@ struct ForwardKernel {
       if (p.persistQ) {
         // The persisted Q tile: the first commit group, before every step.
         auto column = [](int panel) { return panel * 16; };
-        copyTile<kRows, kThreads>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c),
+        copyTile<kRows, kThreads, false>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c),
                                   p.qStrides[2], p.seqQ - c.firstRow, p.headDimQk, column);
         copyAsyncCommit();
       }

@@ -37,7 +37,8 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
 }
 
 // Copies rows [0, kRows) x panels [0, panels) of a tile from global memory (row r at
-// global + r * rowStride, panel p at column columnOf(p); a negative column skips the panel)
+// global + r * rowStride, panel p at column columnOf(p); with kSkips, a negative column skips the
+// panel; without, columnOf never returns one and no copy tests for it)
 // into shared memory at `shared`, with kThreads threads. Rows at or past `validRows` and columns
 // at or past `validColumns` are zero-filled.
 //
@@ -47,7 +48,7 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
 // The CTA's thread pairs cover whole panels (or, for a tile of more rows than pairs, a panel in
 // kRows / pairs row blocks), so a thread keeps one row (per block) and 16-byte unit for every
 // panel it copies, and that row's address and validity are worked out once.
-template <int kRows, int kThreads, class Element, class ColumnOf>
+template <int kRows, int kThreads, bool kSkips = true, class Element, class ColumnOf>
 FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
                           int validRows, int validColumns, ColumnOf columnOf) {
   constexpr int kPairs = kThreads / 2;
@@ -74,7 +75,7 @@ FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Eleme
     uint32_t destination = shared + panelOffset(row, firstPanel, unit, kRows, rowBytes);
     for (int panel = firstPanel; panel < panels; panel += kPanelStride, destination += kPanelStride * panelBytes) {
       const int column = columnOf(panel);
-      if (column < 0) continue;
+      if (kSkips && column < 0) continue;
       // One unsigned comparison: a column past validColumns, or any column of an invalid row.
       const bool valid = static_cast<uint32_t>(column) < columnLimit;
       copyAsync16(destination, rowSource + (valid ? column * int(sizeof(Element)) : 0), valid);

@@ -95,7 +95,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   const bool pipeKv = policy.flag(FFPA_POLICY_REGISTERS_PIPE_KV);
   const bool qInRegisters = policy.flag(FFPA_POLICY_PERSIST_Q_S2R);
   const bool vInRegisters = smallShape && policy.flag(FFPA_POLICY_PERSIST_V_S2R);
-  if (qInRegisters && (!smallShape || problem.headDimQk > 128)) {
+  if (qInRegisters && (problem.headDimQk > 128 || problem.headDimV > 128)) {
     return refuse(rejected(cat("FFPA_POLICY_PERSIST_Q_S2R=1 needs d_qk <= 128 and d_v <= 128 (here ",
                                problem.headDimQk, "/", problem.headDimV, "): the Q fragments of d_qk=",
                                problem.headDimQk, " would take ", problem.headDimQk / 4,
@@ -110,7 +110,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
         " with FFPA_POLICY_REGISTERS_PIPE_KV=", pipeKv, ", FFPA_POLICY_PERSIST_Q_S2R=", qInRegisters,
         ", FFPA_POLICY_PERSIST_V_S2R=", policy.flag(FFPA_POLICY_PERSIST_V_S2R),
         ": the fragment-handling variants are compiled with FFPA_ACCUMULATOR_F32 only, and "
-        "PERSIST_V_S2R=0 / PERSIST_Q_S2R=1 only for d_v <= 128")));
+        "PERSIST_V_S2R=0 only for d_v <= 256 and PERSIST_Q_S2R=1 only for d_v <= 128")));
   }
 
   // Pipeline knobs: run-time parameters of every instance.

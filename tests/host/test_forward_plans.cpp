@@ -142,10 +142,16 @@ TEST_CASE("fragment knobs select their compiled instance or fail naming the knob
   const Described tooLarge = describeForward(q, large());
   CHECK(tooLarge.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
   CHECK_HAS(tooLarge.text, "FFPA_POLICY_PERSIST_Q_S2R=1 needs d_qk <= 128");
+  // d_qk = 128 fits, d_v = 256 does not: O's 128 registers leave no room for Q's fragments.
+  const Described wideV = describeForward(q, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 256));
+  CHECK(wideV.status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+  CHECK_HAS(wideV.text, "needs d_qk <= 128 and d_v <= 128 (here 128/256)");
 
   Handle v(describedA100());
   v.set<int32_t>(FFPA_POLICY_PERSIST_V_S2R, 0);
   CHECK(describeForward(v, small()).kernel == "sm80.forward.f16.d128.acc_f32");
+  CHECK(describeForward(v, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 256)).kernel ==
+        "sm80.forward.f16.d256.acc_f32");
   // Large head dims split V's columns over warps: the knob is for the small-d kernel only.
   CHECK(describeForward(v, large()).kernel == "sm80.forward.f16.d512.acc_f32");
 }

@@ -169,11 +169,13 @@ struct ForwardKernel {
   // below 2^8, within fp16 and bf16 alike, and O is rescaled a few times per row, not per tile.
   static constexpr float kRescaleThreshold = 8.0f;
 
-  // Scales the thread's scores of a tile to log2 units and takes the maxima of its two rows;
-  // kMask: scores of keys outside a row's `visible` keys become -inf first.
+  // Takes the maxima of the thread's two rows of raw scores of a tile (the scale, > 0, keeps their
+  // order: it is applied to the maxima and, in one FMA, to each exponent, one instruction per
+  // score fewer on consumer 0's path); kMask: scores of keys outside a row's `visible` keys become
+  // -inf first.
   template <bool kMask>
-  static FFPA_DEVICE void scaleAndMax(float (&score)[kTileRegisters], float (&tileMax)[2], float scaleLog2,
-                                      const VisibleKeys (&visible)[2], int firstKey, const Lane& me) {
+  static FFPA_DEVICE void maskAndMax(float (&score)[kTileRegisters], float (&tileMax)[2],
+                                     const VisibleKeys (&visible)[2], int firstKey, const Lane& me) {
     #pragma unroll
     for (int half = 0; half < 2; ++half) {
       tileMax[half] = kNegativeInfinity;
@@ -182,7 +184,6 @@ struct ForwardKernel {
         #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& value = score[4 * j + 2 * half + e];
-          value *= scaleLog2;
           if (kMask && !visible[half].holds(firstKey + me.column(j, e))) value = kNegativeInfinity;
           tileMax[half] = fmaxf(tileMax[half], value);
         }
@@ -214,7 +215,7 @@ struct ForwardKernel {
         if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
-      // Online softmax: scale to log2 units, mask, new row maxima over the 4 lanes of a row. The
+      // Online softmax: mask, new row maxima over the 4 lanes of a row, in log2 units. The
       // warp masks only where one of its rows may not see every key of the tile (its diagonal
       // tiles under a causal mask, a last tile past seqKv, slices): one branch for its 16 rows.
       VisibleKeys visible[2];
@@ -222,15 +223,16 @@ struct ForwardKernel {
       for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
       float tileMax[2];
       if (warpSeesWholeTile(visible, keys.firstKey)) {
-        scaleAndMax<false>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);
+        maskAndMax<false>(score, tileMax, visible, keys.firstKey, me);
       } else {
-        scaleAndMax<true>(score, tileMax, p.scaleLog2, visible, keys.firstKey, me);
+        maskAndMax<true>(score, tileMax, visible, keys.firstKey, me);
       }
       float factor[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
         #pragma unroll
         for (int mask = 1; mask <= 2; mask <<= 1) tileMax[half] = fmaxf(tileMax[half], shuffleXor(tileMax[half], mask));
+        tileMax[half] *= p.scaleLog2;  // log2 units from here on, as max
         // The row's reference maximum moves only when the tile's exceeds it by more than
         // kRescaleThreshold (from -inf, at the first visible key): scores are exponentiated
         // against the reference, so an exponential is at most 2^kRescaleThreshold, and O and the
@@ -252,10 +254,11 @@ struct ForwardKernel {
           for (int e = 0; e < 2; ++e) {
             float& value = score[4 * j + 2 * half + e];
             // Column group j of 8: emulated when j < exp2Emulated (a warp-uniform branch).
+            const float exponent = fmaf(value, p.scaleLog2, -base);
             if (kMayEmulate && j < p.exp2Emulated) {
-              value = exp2Polynomial(value - base);
+              value = exp2Polynomial(exponent);
             } else {
-              value = exp2Approx(value - base);
+              value = exp2Approx(exponent);
             }
             tileSum[e] += value;
           }

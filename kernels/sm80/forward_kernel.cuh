@@ -138,11 +138,11 @@ struct ForwardKernel {
       auto column = [=](int panel) { return (firstPanel + panel) * 16; };
       if (!p.persistQ) {
         copyTile<kRows, kThreads, false>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2],
-                                  p.seqQ - c.firstRow, p.headDimQk, column);
+                                         p.seqQ - c.firstRow, p.headDimQk, column);
       }
       copyTile<kKeys, kThreads, false>(base + p.qkSlotKOffset, p.kRowBytes, panels,
-                                keyRows(p, c, firstKey), p.kStrides[2], p.seqKv - firstKey,
-                                p.headDimQk, column);
+                                       keyRows(p, c, firstKey), p.kStrides[2], p.seqKv - firstKey,
+                                       p.headDimQk, column);
     } else {
       // Panel i of a V step: panel i / kColWarps of the step for column warp i % kColWarps (the
       // column warps' panels interleaved, so that finding them takes no run-time division).
@@ -451,7 +451,7 @@ struct ForwardKernel {
         // The persisted Q tile: the first commit group, before every step.
         auto column = [](int panel) { return panel * 16; };
         copyTile<kRows, kThreads, false>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c),
-                                  p.qStrides[2], p.seqQ - c.firstRow, p.headDimQk, column);
+                                         p.qStrides[2], p.seqQ - c.firstRow, p.headDimQk, column);
         copyAsyncCommit();
       }
       pipe.start();

@@ -22,6 +22,7 @@
 // cluster:
 //   [Q full s+1] S^T(s+1); dK0 += dS^T Q(s) issued; partial sent; [Exchange full] landed;
 //   dK0 done -> Q empty (s), tiles empty (s); received partial added; P^T(s+1) ...
+// and consumer 1 likewise defers dK1 += dS^T Q of step s over the exchange of dP^T(s+1).
 //
 // With attention slices (sm90/forward_params.h, SlicedTiles) a cluster's keys are one key tile of
 // a key segment, and its query tiles per head are the walk over the rows that see them through
@@ -55,10 +56,6 @@ struct KeyGradientKernel {
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
   static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 128, "wgmma N: 64..128 per consumer");
   static constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
-  // Whether consumer 1 defers its dK product as consumer 0 does (with two Q buffers): its dV, dK,
-  // dP^T and delta leave the registers for it in clusters of two with an even split (d 512);
-  // ptxas spilled where consumer 1 holds 128 of 192 columns (d 384 and 768).
-  static constexpr bool kConsumer1Defers = kCluster == 2 && kColumns0 == kColumns1;
 
   struct Shared {
     uint32_t k, v, q, dO, p, ds;
@@ -339,25 +336,28 @@ struct KeyGradientKernel {
     };
     setExchangeArrivals(arrivals, kKeyExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    // The consumers work out their position again after taking their registers: computed once
-    // before the roles split, it lived in the entry's 168 registers, and at 128 columns per
-    // consumer (dV, dK, S^T and a deferred dK product in flight) ptxas spilled parts of it.
+    // The consumers work out their shared-memory layout and position again after taking their
+    // registers: computed once before the roles split, they lived in the entry's 168 registers,
+    // and with a deferred dK product in flight beside dV, dK and a tile ptxas spilled parts of
+    // them.
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
         at.steps > 0, [&] { produce(p, s, at); },
         [&] {
+          const Shared mine = locateShared(p);
           const Position here = locate(p);
           if (p.qBuffers == 2) {
-            consume0<true>(p, s, here);
+            consume0<true>(p, mine, here);
           } else {
-            consume0<false>(p, s, here);
+            consume0<false>(p, mine, here);
           }
         },
         [&] {
+          const Shared mine = locateShared(p);
           const Position here = locate(p);
-          if (kConsumer1Defers && p.qBuffers == 2) {
-            consume1<kConsumer1Defers>(p, s, here);
+          if (p.qBuffers == 2) {
+            consume1<true>(p, mine, here);
           } else {
-            consume1<false>(p, s, here);
+            consume1<false>(p, mine, here);
           }
         });
   }

@@ -37,6 +37,8 @@
 #include "sm90/ptx.cuh"
 #include "sm90/warpgroup_tiles.cuh"
 
+#include <type_traits>
+
 namespace ffpa::kernels::sm90 {
 
 using ffpa::sm90::KeyGradientParams;
@@ -323,6 +325,21 @@ struct KeyGradientKernel {
     storeRows<kColumns1>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, kColumns0, p.scale);
   }
 
+  // A consumer's role with its own shared-memory layout and position, worked out again after it
+  // took its registers (computed once before the roles split, they lived in the entry's 168
+  // registers, and with a deferred dK product in flight beside dV, dK and a tile ptxas spilled
+  // parts of them), and its dK product deferred (std::true_type) where there are two Q buffers.
+  template <class Role>
+  static FFPA_DEVICE void consume(const KeyGradientParams& p, Role&& role) {
+    const Shared s = locateShared(p);
+    const Position at = locate(p);
+    if (p.qBuffers == 2) {
+      role(s, at, std::true_type{});
+    } else {
+      role(s, at, std::false_type{});
+    }
+  }
+
   static FFPA_DEVICE void run(const KeyGradientParams& p) {
     const Shared s = locateShared(p);
     const Position at = locate(p);
@@ -336,30 +353,14 @@ struct KeyGradientKernel {
     };
     setExchangeArrivals(arrivals, kKeyExchangeBarriers);
     initBarriers<kCluster>(s.barrier(0), arrivals);
-    // The consumers work out their shared-memory layout and position again after taking their
-    // registers: computed once before the roles split, they lived in the entry's 168 registers,
-    // and with a deferred dK product in flight beside dV, dK and a tile ptxas spilled parts of
-    // them.
     runRoles<kGradientRegisters[0], kGradientRegisters[1]>(
         at.steps > 0, [&] { produce(p, s, at); },
-        [&] {
-          const Shared mine = locateShared(p);
-          const Position here = locate(p);
-          if (p.qBuffers == 2) {
-            consume0<true>(p, mine, here);
-          } else {
-            consume0<false>(p, mine, here);
-          }
-        },
-        [&] {
-          const Shared mine = locateShared(p);
-          const Position here = locate(p);
-          if (p.qBuffers == 2) {
-            consume1<true>(p, mine, here);
-          } else {
-            consume1<false>(p, mine, here);
-          }
-        });
+        [&] { consume(p, [&](const Shared& mine, const Position& here, auto defer) {
+                consume0<decltype(defer)::value>(p, mine, here);
+              }); },
+        [&] { consume(p, [&](const Shared& mine, const Position& here, auto defer) {
+                consume1<decltype(defer)::value>(p, mine, here);
+              }); });
   }
 };
 

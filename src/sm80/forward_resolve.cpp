@@ -89,20 +89,18 @@ ForwardResolution resolveForward(const PlanRequest& r) {
                                "special-function unit: set it to 0")));
   }
   ForwardLaunch d;
-  const bool smallShape = forwardShape(headDimV).colWarps == 1;
-
-  // Fragment handling: template parameters, so each setting is its own compiled instance.
+  // Fragment handling: template parameters, so each setting is its own compiled instance. Q
+  // fragments kept in registers leave room for one m16 row tile per warp.
   const bool pipeKv = policy.flag(FFPA_POLICY_REGISTERS_PIPE_KV);
   const bool qInRegisters = policy.flag(FFPA_POLICY_PERSIST_Q_S2R);
-  const bool vInRegisters = smallShape && policy.flag(FFPA_POLICY_PERSIST_V_S2R);
+  d.shape = forwardShape(headDimV, qInRegisters);
+  const bool vInRegisters = d.shape.colWarps == 1 && policy.flag(FFPA_POLICY_PERSIST_V_S2R);
   if (qInRegisters && (problem.headDimQk > 128 || problem.headDimV > 128)) {
     return refuse(rejected(cat("FFPA_POLICY_PERSIST_Q_S2R=1 needs d_qk <= 128 and d_v <= 128 (here ",
                                problem.headDimQk, "/", problem.headDimV, "): the Q fragments of d_qk=",
                                problem.headDimQk, " would take ", problem.headDimQk / 4,
                                " registers per thread; set it to 0")));
   }
-  // Q fragments kept in registers leave room for one m16 row tile per warp.
-  d.shape = forwardShape(headDimV, qInRegisters);
   d.instance = findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters);
   if (d.instance == nullptr) {
     return refuse(rejected(cat(

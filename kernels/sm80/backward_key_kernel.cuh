@@ -46,6 +46,8 @@ struct KeyGradientKernel {
   static constexpr int kQueryTiles = kShape.queriesPerWarp / 8;  // n8 tiles of S^T per warp
   static constexpr int kQuerySteps = kQueries / 16;              // k16 steps of P^T dO and dS^T Q
   static constexpr int kOutPanels = kShape.warpColumns / 16;     // panels of dK (and of dV) per warp
+  static constexpr int kMaxOutputStepPanels =
+      ffpa::sm80::kMaxOutputStepPanels < kOutPanels ? ffpa::sm80::kMaxOutputStepPanels : kOutPanels;
 
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
   static_assert(kShape.warpColumns <= 128, "dK + dV: at most 128 fp32 registers per thread");
@@ -132,25 +134,19 @@ struct KeyGradientKernel {
     const int scoreSteps = s.qkSteps + s.vSteps;
     if (inTile < scoreSteps) {
       const bool isQk = inTile < s.qkSteps;
-      const int w = l.scorePanelsPerStep;
-      const int firstPanel = (isQk ? inTile : inTile - s.qkSteps) * w;
-      const int panels = min2(w, (isQk ? s.qkPanels : s.vPanels) - firstPanel);
-      auto column = [=](int panel) { return (firstPanel + panel) * 16; };
-      copyTile<kQueries, kThreads>(base, 32, panels, isQk ? q : dO, isQk ? p.qStrides[2] : p.dOStrides[2],
-                                   validRows, isQk ? p.headDimQk : p.headDimV, column);
+      const int firstPanel = (isQk ? inTile : inTile - s.qkSteps) * l.scorePanelsPerStep;
+      copyStepPanels<kQueries, kThreads, ffpa::sm80::kMaxScoreStepPanels>(
+          base, 32, min2(l.scorePanelsPerStep, (isQk ? s.qkPanels : s.vPanels) - firstPanel), isQk ? q : dO,
+          isQk ? p.qStrides[2] : p.dOStrides[2], validRows, firstPanel * 16);
     } else {
-      // dO panels (the dV steps), then Q panels (the dK steps); panel i of a step is panel
-      // i / kColWarps of column warp i % kColWarps (interleaved: no run-time division finds them).
+      // dO panels (the dV steps), then Q panels (the dK steps); panel k of a step for column warp
+      // w is the step's panel k * kColWarps + w (interleaved: no run-time division finds them).
+      // Columns past d_v (d_qk) reach only columns of dV (dK) that are never stored.
       const bool isDv = inTile < scoreSteps + s.outputSteps;
-      const int w2 = l.outputPanelsPerStep;
-      const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.outputSteps)) * w2;
-      auto column = [=](int panel) {
-        const int warpPanel = firstPanel + panel / kColWarps;
-        return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
-      };
-      copyTile<kQueries, kThreads>(base, 32, kColWarps * w2, isDv ? dO : q,
-                                   isDv ? p.dOStrides[2] : p.qStrides[2], validRows,
-                                   isDv ? p.headDimV : p.headDimQk, column);
+      const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.outputSteps)) * l.outputPanelsPerStep;
+      copyStepPanels<kQueries, kThreads, kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
+          base, 32, min2(l.outputPanelsPerStep, kOutPanels - firstPanel), isDv ? dO : q,
+          isDv ? p.dOStrides[2] : p.qStrides[2], validRows, firstPanel * 16, isDv ? p.headDimV : p.headDimQk);
     }
   }
 

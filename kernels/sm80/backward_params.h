@@ -134,6 +134,11 @@ struct GradientChoice {
   bool persistQueryRows = true;  // the dQ kernel keeps its Q and dO rows in shared memory
 };
 
+// The most panels of a score step, and of an output step per column warp, which the kernels'
+// copies are unrolled for (the launch parameters' ranges: 128 and 64 columns).
+constexpr int kMaxScoreStepPanels = 8;
+constexpr int kMaxOutputStepPanels = 4;
+
 // Panels per step: about 16 MMAs per warp between two block barriers, as in the forward.
 constexpr int scorePanelsFor(int scoreTilesPerWarp) {
   return 16 / scoreTilesPerWarp < 8 ? (16 / scoreTilesPerWarp > 0 ? 16 / scoreTilesPerWarp : 1) : 8;
@@ -141,17 +146,24 @@ constexpr int scorePanelsFor(int scoreTilesPerWarp) {
 
 // Output panels per column warp and step: the choice's, or 2; at most the warp's panels.
 constexpr int outputPanelsFor(const GradientChoice& choice, int warpPanels) {
-  const int wanted = choice.outputPanelsPerStep > 0 ? choice.outputPanelsPerStep : 2;
+  int wanted = choice.outputPanelsPerStep > 0 ? choice.outputPanelsPerStep : 2;
+  if (wanted > kMaxOutputStepPanels) wanted = kMaxOutputStepPanels;
   return wanted < warpPanels ? wanted : warpPanels;
+}
+
+// Score panels per step: the choice's, or the default for `scoreTilesPerWarp` n8 tiles per warp;
+// at most `panels`.
+constexpr int scorePanelsPerStepFor(const GradientChoice& choice, int scoreTilesPerWarp, int panels) {
+  int wanted = choice.scorePanelsPerStep > 0 ? choice.scorePanelsPerStep : scorePanelsFor(scoreTilesPerWarp);
+  if (wanted > kMaxScoreStepPanels) wanted = kMaxScoreStepPanels;
+  return wanted < panels ? wanted : panels;
 }
 
 // The dQ kernel's layout; returns its dynamic shared memory. Swizzled panels throughout.
 inline uint32_t queryGradientLayout(const ForwardShape& shape, const GradientChoice& choice,
                                     int headDimQk, int headDimV, GradientLayout& l) {
   const int panels = (headDimQk > headDimV ? headDimQk : headDimV) / 16;
-  l.scorePanelsPerStep = choice.scorePanelsPerStep > 0 ? choice.scorePanelsPerStep
-                                                       : scorePanelsFor(shape.keysPerWarp / 8);
-  if (l.scorePanelsPerStep > panels) l.scorePanelsPerStep = panels;
+  l.scorePanelsPerStep = scorePanelsPerStepFor(choice, shape.keysPerWarp / 8, panels);
   l.outputPanelsPerStep = outputPanelsFor(choice, shape.warpColumns / 16);
   l.persistRows = choice.persistQueryRows;
   const uint64_t rowBytes = 32;
@@ -175,9 +187,7 @@ inline uint32_t queryGradientLayout(const ForwardShape& shape, const GradientCho
 inline uint32_t keyGradientLayout(const KeyShape& shape, const GradientChoice& choice, int headDimQk,
                                   int headDimV, GradientLayout& l) {
   const int panels = (headDimQk > headDimV ? headDimQk : headDimV) / 16;
-  l.scorePanelsPerStep = choice.scorePanelsPerStep > 0 ? choice.scorePanelsPerStep
-                                                       : scorePanelsFor(shape.queriesPerWarp / 8);
-  if (l.scorePanelsPerStep > panels) l.scorePanelsPerStep = panels;
+  l.scorePanelsPerStep = scorePanelsPerStepFor(choice, shape.queriesPerWarp / 8, panels);
   l.outputPanelsPerStep = outputPanelsFor(choice, shape.warpColumns / 16);
   l.persistRows = 1;
   const uint64_t rowBytes = 32;

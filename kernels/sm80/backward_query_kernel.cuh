@@ -42,6 +42,8 @@ struct QueryGradientKernel {
   static constexpr int kKeyTiles = kShape.keysPerWarp / 8;    // n8 tiles of S per warp
   static constexpr int kKeySteps = kKeys / 16;                // k16 steps of dS K
   static constexpr int kOutPanels = kShape.warpColumns / 16;  // 16-column panels of dQ per warp
+  static constexpr int kMaxOutputStepPanels =
+      ffpa::sm80::kMaxOutputStepPanels < kOutPanels ? ffpa::sm80::kMaxOutputStepPanels : kOutPanels;
 
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
   static_assert(kShape.warpColumns <= 256, "dQ: at most 128 fp32 registers per thread");
@@ -119,26 +121,23 @@ struct QueryGradientKernel {
       const bool isQk = inTile < s.qkSteps;
       const int firstPanel = (isQk ? inTile : inTile - s.qkSteps) * w;
       const int panels = min2(w, (isQk ? s.qkPanels : s.vPanels) - firstPanel);
-      const int width = isQk ? p.headDimQk : p.headDimV;
-      auto column = [=](int panel) { return (firstPanel + panel) * 16; };
       if (!l.persistRows) {
-        copyTile<kRows, kThreads>(base, 32, panels, isQk ? c.q : c.dO, isQk ? p.qStrides[2] : p.dOStrides[2],
-                                  p.seqQ - c.firstRow, width, column);
+        copyStepPanels<kRows, kThreads, ffpa::sm80::kMaxScoreStepPanels>(
+            base, 32, panels, isQk ? c.q : c.dO, isQk ? p.qStrides[2] : p.dOStrides[2], p.seqQ - c.firstRow,
+            firstPanel * 16);
       }
       const Element* keys = isQk ? c.k : c.v;
       const int64_t stride = isQk ? p.kStrides[2] : p.vStrides[2];
-      copyTile<kKeys, kThreads>(base + l.slotColumnsOffset, 32, panels, keys + int64_t(firstKey) * stride,
-                                stride, p.seqKv - firstKey, width, column);
+      copyStepPanels<kKeys, kThreads, ffpa::sm80::kMaxScoreStepPanels>(
+          base + l.slotColumnsOffset, 32, panels, keys + int64_t(firstKey) * stride, stride, p.seqKv - firstKey,
+          firstPanel * 16);
     } else {
-      // K panels of dS K: panel i of the step is panel i / kColWarps of column warp i % kColWarps.
-      const int w2 = l.outputPanelsPerStep;
-      const int firstPanel = (inTile - s.qkSteps - s.vSteps) * w2;
-      auto column = [=](int panel) {
-        const int warpPanel = firstPanel + panel / kColWarps;
-        return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
-      };
-      copyTile<kKeys, kThreads>(base, 32, kColWarps * w2, c.k + int64_t(firstKey) * p.kStrides[2],
-                                p.kStrides[2], p.seqKv - firstKey, p.headDimQk, column);
+      // K panels of dS K: panel k of the step for column warp w is the step's panel k * kColWarps
+      // + w. Columns past d_qk reach only columns of dQ that are never stored.
+      const int firstPanel = (inTile - s.qkSteps - s.vSteps) * l.outputPanelsPerStep;
+      copyStepPanels<kKeys, kThreads, kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
+          base, 32, min2(l.outputPanelsPerStep, kOutPanels - firstPanel), c.k + int64_t(firstKey) * p.kStrides[2],
+          p.kStrides[2], p.seqKv - firstKey, firstPanel * 16, p.headDimQk);
     }
   }
 

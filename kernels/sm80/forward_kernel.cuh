@@ -51,6 +51,9 @@ struct ForwardKernel {
   static constexpr int kOutTiles = kOutPanels * 2;            // n8 tiles of O per warp
   // Q fragments in registers cover d_qk <= 128 (8 panels x 4 registers).
   static constexpr int kQRegisterPanels = kQInRegisters ? 8 : 1;
+  // The most panels of a Q K^T step, and of a P V step per column warp (forward_params.h).
+  static constexpr int kMaxScoreStepPanels = ffpa::sm80::maxScoreStepPanels(kShape);
+  static constexpr int kMaxValueStepPanels = ffpa::sm80::maxValueStepPanels(kShape);
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kHeadDimV % 16 == 0 && kHeadDimV <= 1024, "d_v: a multiple of 16 up to 1024");
@@ -133,27 +136,24 @@ struct ForwardKernel {
     const int qkPanels = p.headDimQk / 16;
     const int firstKey = keyTile(p, c, tile).firstKey;
     if (inTile < p.qkSteps) {
-      const int firstPanel = inTile * p.qkPanelsPerStep;
-      const int panels = min2(p.qkPanelsPerStep, qkPanels - firstPanel);
-      auto column = [=](int panel) { return (firstPanel + panel) * 16; };
+      // d_qk is a multiple of 16: every panel of a step lies inside the rows.
+      const int firstColumn = inTile * p.qkPanelsPerStep * 16;
+      const int panels = min2(p.qkPanelsPerStep, qkPanels - firstColumn / 16);
       if (!p.persistQ) {
-        copyTile<kRows, kThreads, false>(base, p.qRowBytes, panels, queryRows(p, c), p.qStrides[2],
-                                         p.seqQ - c.firstRow, p.headDimQk, column);
+        copyStepPanels<kRows, kThreads, kMaxScoreStepPanels>(base, p.qRowBytes, panels, queryRows(p, c),
+                                                              p.qStrides[2], p.seqQ - c.firstRow, firstColumn);
       }
-      copyTile<kKeys, kThreads, false>(base + p.qkSlotKOffset, p.kRowBytes, panels,
-                                       keyRows(p, c, firstKey), p.kStrides[2], p.seqKv - firstKey,
-                                       p.headDimQk, column);
+      copyStepPanels<kKeys, kThreads, kMaxScoreStepPanels>(base + p.qkSlotKOffset, p.kRowBytes, panels,
+                                                            keyRows(p, c, firstKey), p.kStrides[2],
+                                                            p.seqKv - firstKey, firstColumn);
     } else {
-      // Panel i of a V step: panel i / kColWarps of the step for column warp i % kColWarps (the
-      // column warps' panels interleaved, so that finding them takes no run-time division).
-      const int w = p.vPanelsPerStep;
-      const int firstPanel = (inTile - p.qkSteps) * w;
-      auto column = [=](int panel) {
-        const int warpPanel = firstPanel + panel / kColWarps;
-        return warpPanel < kOutPanels ? (panel % kColWarps) * kShape.warpColumns + warpPanel * 16 : -1;
-      };
-      copyTile<kKeys, kThreads>(base, p.vRowBytes, kColWarps * w, valueRows(p, c, firstKey),
-                                p.vStrides[2], p.seqKv - firstKey, p.headDimV, column);
+      // Panel k of a V step for column warp w is the step's panel k * kColWarps + w (the column
+      // warps' panels interleaved, so that finding them takes no run-time division); a step past
+      // the warp's last panel holds fewer.
+      const int firstPanel = (inTile - p.qkSteps) * p.vPanelsPerStep;
+      copyStepPanels<kKeys, kThreads, kMaxValueStepPanels, kColWarps, kShape.warpColumns, true>(
+          base, p.vRowBytes, min2(p.vPanelsPerStep, kOutPanels - firstPanel), valueRows(p, c, firstKey),
+          p.vStrides[2], p.seqKv - firstKey, firstPanel * 16, p.headDimV);
     }
   }
 

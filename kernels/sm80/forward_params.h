@@ -58,6 +58,14 @@ constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false) {
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
 }
 
+// The most panels a pipeline step holds (per column warp for V), which the kernel's copies are
+// unrolled for: Q K^T steps of at most 128 columns and P V steps of at most 64 per column warp, or
+// whole tiles where K and V are persisted (d_qk and d_v <= 256, one column warp).
+constexpr int maxScoreStepPanels(const ForwardShape& shape) { return shape.maxHeadDimV() <= 256 ? 16 : 8; }
+constexpr int maxValueStepPanels(const ForwardShape& shape) {
+  return shape.maxHeadDimV() <= 256 ? shape.warpColumns / 16 : 4;
+}
+
 // Launch parameters, passed by value. Strides are in elements, in [batch, head, row] order (the
 // head-dim stride is 1). Shared-memory offsets are bytes from the start of dynamic shared memory.
 struct ForwardParams : ProblemSizes {
@@ -133,6 +141,9 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
     if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;
     if (p.vPanelsPerStep > warpPanels) p.vPanelsPerStep = warpPanels;
   }
+  // What the kernel's copies are unrolled for (the launch parameters' ranges keep within it).
+  if (p.qkPanelsPerStep > maxScoreStepPanels(shape)) p.qkPanelsPerStep = maxScoreStepPanels(shape);
+  if (p.vPanelsPerStep > maxValueStepPanels(shape)) p.vPanelsPerStep = maxValueStepPanels(shape);
   p.qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
   p.vSteps = (warpPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
   p.persistQ = choice.persistQ;

@@ -83,6 +83,61 @@ FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Eleme
   }
 }
 
+// Copies the panels of one pipeline step, at most kMaxPanels of them per column set: for each of
+// kSets column sets s (the column warps' panels of V, interleaved; one set for Q and K), the
+// `panels` 16-column panels from global column firstColumn + s * kSetColumns on, of rows [0,
+// kRows) (row r at global + r * rowStride), into panel k * kSets + s of a tile of kRows rows at
+// `shared`. Rows at or past validRows are zero-filled (from the same columns of row 0). Every
+// column copied must lie before the end of the row: with kColumnTest, panels from column
+// validColumns on (a multiple of 16) are not copied at all, and keep what their slot held. That
+// serves V, whose columns past d_v only reach output columns that are never stored (each output
+// column of P V reads its own column of V), where the rows past seqKv must be zeros (P is 0
+// there, and 0 times a stale NaN is not).
+//
+// The threads share the work as copyTile's do, but a thread's loop over its panels is unrolled
+// to kMaxPanels: every copy's global address is the thread's row address plus a constant (an
+// immediate of the copy instruction) and its shared address the row's plus a multiple of the
+// panel size, so that a copy costs a handful of instructions, and the steps of the forward issue
+// several per thread on every KV tile.
+template <int kRows, int kThreads, int kMaxPanels, int kSets = 1, int kSetColumns = 0, bool kColumnTest = false,
+          class Element>
+FFPA_DEVICE void copyStepPanels(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
+                                int validRows, int firstColumn, int validColumns = 0) {
+  constexpr int kPairs = kThreads / 2;
+  constexpr int kBlockRows = kRows < kPairs ? kRows : kPairs;
+  static_assert(kRows > 0 && (kRows & (kRows - 1)) == 0, "rows: a power of two");
+  static_assert(kThreads % 32 == 0 && (kPairs % kRows == 0 || kRows % kPairs == 0),
+                "thread pairs: whole panels per pass, or whole row blocks of a panel");
+  static_assert(kSets == 1 || kSetColumns % 16 == 0, "column sets: whole panels apart");
+  constexpr int kPanelStride = kPairs / kBlockRows;
+  constexpr int kCopies = (kMaxPanels + kPanelStride - 1) / kPanelStride;  // per row block and set
+  const int thread = threadIndexAtUse();
+  const int unit = thread & 1;
+  const int firstPanel = (thread >> 1) / kBlockRows;
+  const int left = panels - firstPanel;  // the thread copies panels firstPanel + k * kPanelStride < panels
+  const int firstThreadColumn = firstColumn + firstPanel * 16;
+  const int columnsLeft = validColumns - firstThreadColumn;  // kColumnTest: columns it may copy
+  const uint32_t panelBytes = static_cast<uint32_t>(kRows * rowBytes);
+#pragma unroll
+  for (int block = 0; block < kRows / kBlockRows; ++block) {
+    const int row = ((thread >> 1) & (kBlockRows - 1)) + block * kBlockRows;
+    const bool rowValid = row < validRows;
+    const Element* source = global + (rowValid ? row * rowStride : 0) + firstThreadColumn + unit * 8;
+    const uint32_t destination = shared + panelOffset(row, firstPanel * kSets, unit, kRows, rowBytes);
+#pragma unroll
+    for (int set = 0; set < kSets; ++set) {
+#pragma unroll
+      for (int k = 0; k < kCopies; ++k) {
+        if (k * kPanelStride >= left) break;
+        const int offset = set * kSetColumns + k * kPanelStride * 16;  // columns from the thread's first
+        if (kColumnTest && offset >= columnsLeft) continue;
+        copyAsync16(destination + static_cast<uint32_t>(k * kPanelStride * kSets + set) * panelBytes,
+                    source + offset, rowValid);
+      }
+    }
+  }
+}
+
 // The calling lane's row address in panel 0 of a tile for an ldmatrix.x4 of rows [row0, row0 +
 // 16): as A (laneOffsetA; loadRowsA, and V's B of P V read transposed) and as B with n along the
 // rows, two n8 tiles (laneOffsetB: {b[0], b[1]} rows row0..+7, {b[2], b[3]} the next 8, k along

@@ -1,0 +1,88 @@
+// The sm80 kernels unroll the copies of a pipeline step for the most panels a step may hold
+// (maxScoreStepPanels and maxValueStepPanels of forward_params.h, kMaxScoreStepPanels and
+// kMaxOutputStepPanels of backward_params.h), and the layouts cap the steps there. Every step
+// size the launch parameters accept (what a tuned config or the autotuner may ask for) must lay
+// out as asked, so that the cap never silently changes a tuned choice.
+#include "sm80/backward_resolve.h"
+#include "sm80/forward_resolve.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace ffpa;
+using namespace ffpa::sm80;
+
+namespace {
+
+const LaunchParameter& parameter(const std::vector<LaunchParameter>& parameters, const std::string& name) {
+  const auto found = std::find_if(parameters.begin(), parameters.end(),
+                                  [&](const LaunchParameter& p) { return name == p.name; });
+  REQUIRE(found != parameters.end());
+  return *found;
+}
+
+// The launch parameters' ranges depend on the head dims alone.
+AttentionProblem headDims(int headDim) {
+  AttentionProblem p;
+  p.headDimQk = p.headDimV = headDim;
+  return p;
+}
+
+constexpr int kHeadDims[] = {32, 64, 96, 128, 192, 256, 320, 384, 512, 576, 768, 1024};
+
+}  // namespace
+
+TEST_CASE("forward: the largest steps the launch parameters accept lay out as asked") {
+  for (int headDim : kHeadDims) {
+    CAPTURE(headDim);
+    const ForwardShape shape = forwardShape(headDim);
+    PipelineChoice choice;
+    const std::vector<LaunchParameter> parameters = forwardLaunchParameters(choice, headDims(headDim), false);
+    const int qkPanels = int(parameter(parameters, "qk_step").high / 16);
+    const int vPanels = int(parameter(parameters, "v_step").high / 16);
+    choice.qkPanelsPerStep = qkPanels;
+    choice.vPanelsPerStep = vPanels;
+    ForwardParams p{};
+    p.headDimQk = p.headDimV = headDim;
+    forwardLayout(shape, choice, p);
+    CHECK(p.qkPanelsPerStep == std::min(qkPanels, headDim / 16));
+    CHECK(p.vPanelsPerStep == std::min(vPanels, shape.warpColumns / 16));
+    CHECK(p.qkPanelsPerStep <= maxScoreStepPanels(shape));
+    CHECK(p.vPanelsPerStep <= maxValueStepPanels(shape));
+    if (headDim <= 256) {
+      // Persisted K and V: a step is a whole tile.
+      choice.persistKv = true;
+      forwardLayout(shape, choice, p);
+      CHECK(p.qkPanelsPerStep == headDim / 16);
+      CHECK(p.vPanelsPerStep == shape.warpColumns / 16);
+      CHECK(p.qkPanelsPerStep <= maxScoreStepPanels(shape));
+      CHECK(p.vPanelsPerStep <= maxValueStepPanels(shape));
+    }
+  }
+}
+
+TEST_CASE("backward: the largest steps the launch parameters accept lay out as asked") {
+  GradientChoice choice;
+  const std::vector<LaunchParameter> parameters = backwardLaunchParameters(choice);
+  const int scorePanels = int(parameter(parameters, "score_step").high / 16);
+  const int outputPanels = int(parameter(parameters, "output_step").high / 16);
+  CHECK(scorePanels <= kMaxScoreStepPanels);
+  CHECK(outputPanels <= kMaxOutputStepPanels);
+  choice.scorePanelsPerStep = scorePanels;
+  choice.outputPanelsPerStep = outputPanels;
+  for (int headDim : kHeadDims) {
+    CAPTURE(headDim);
+    GradientLayout query{}, key{};
+    const ForwardShape queryShape = queryGradientShape(headDim);
+    const KeyShape keyShape = keyGradientShape(headDim);
+    queryGradientLayout(queryShape, choice, headDim, headDim, query);
+    keyGradientLayout(keyShape, choice, headDim, headDim, key);
+    CHECK(query.scorePanelsPerStep == std::min(scorePanels, headDim / 16));
+    CHECK(key.scorePanelsPerStep == std::min(scorePanels, headDim / 16));
+    CHECK(query.outputPanelsPerStep == std::min(outputPanels, queryShape.warpColumns / 16));
+    CHECK(key.outputPanelsPerStep == std::min(outputPanels, keyShape.warpColumns / 16));
+  }
+}

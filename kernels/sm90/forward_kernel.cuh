@@ -48,15 +48,16 @@ template <class Tag, int kHeadDimV, int kCluster = 1, bool kShareKv = false>
 struct ForwardKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
-  static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
-  static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
+  static constexpr int kColumns0 = forwardConsumer0Columns(kCtaColumns, kCluster);  // of consumer 0
+  static constexpr int kColumns1 = forwardConsumer1Columns(kCtaColumns, kCluster);  // and of consumer 1
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
   static_assert(kHeadDimV % (kBlockColumns * kCluster) == 0, "d_v: whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 512,
                 "128..512 columns per CTA (two consumers of whole 64-column blocks)");
-  static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 256, "wgmma N: 64..256 per consumer");
+  static_assert(kColumns0 >= kBlockColumns && kColumns0 <= 256, "consumer 0: one wgmma of N 64..256");
+  static_assert(kColumns1 <= 320, "consumer 1: at most 160 fp32 registers of O");
   static_assert(!kShareKv || kCluster == 1, "K and V are shared by the CTAs of row tiles, not of head dims");
   static constexpr int kKvCtas = kShareKv ? kKvSharingCtas : 1;  // CTAs that read each K and V buffer
 

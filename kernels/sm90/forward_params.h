@@ -7,8 +7,9 @@
 //   warpgroup 1, consumer 0: S = Q K^T (one wgmma chain over the whole d_qk), the online softmax,
 //     P to shared memory, then O[:, 0 : columns0] += P V;
 //   warpgroup 2, consumer 1: O[:, columns0 : d_v] += P V with consumer 0's P and row scales
-//     (the larger half of the columns where they do not split evenly).
-// O stays in fp32 registers, split by columns so that a thread holds at most 128 of them.
+//     (the larger half of the columns where they do not split evenly; in a cluster about five
+//     eighths: forwardConsumer1Columns).
+// O stays in fp32 registers, split by columns so that a thread holds at most 160 of them.
 // Every tile is stored as 64-column blocks of 64 rows x 128 bytes, 128-byte swizzled (TMA boxes).
 //
 // Key sharing (FFPA_POLICY_HOPPER_KV_MULTICAST; d_v <= 512, no attention slices): every CTA reads
@@ -94,6 +95,24 @@ constexpr int columnsHeld(int headDim, BlockShare share) {
 // the larger half of an odd number of blocks (d 320: 128 + 192 columns).
 constexpr int consumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns) / 2 * kBlockColumns; }
 constexpr int consumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
+
+// The forward's split. One CTA (d_v <= 512) splits as above: its K and V tiles each take about
+// half of a tile's time to arrive from the L2 (the L2 was 77% busy at d = 512 on an H100), and V
+// is reloaded only once both consumers are done with it, so neither may finish much later than
+// the other. In a cluster (d_v > 512) consumer 0 also waits for the other CTA's partial scores,
+// and consumer 1 spent 35% of its time waiting for P (d = 1024, Nsight Compute, H100): there
+// consumer 1 takes about five eighths of the blocks (at most five, 160 fp32 registers of O), so
+// that its P V still runs while consumer 0 exchanges scores and runs the softmax (1024: 192 + 320
+// columns, 896: 128 + 320, 768: 128 + 256, 640: 128 + 192).
+constexpr int forwardConsumer0Columns(int ctaColumns, int clusterSize) {
+  if (clusterSize == 1) return consumer0Columns(ctaColumns);
+  const int blocks = columnBlocks(ctaColumns);
+  const int first = 3 * blocks / 8;
+  return (first < 2 ? 2 : first) * kBlockColumns;
+}
+constexpr int forwardConsumer1Columns(int ctaColumns, int clusterSize) {
+  return columnBlocks(ctaColumns) * kBlockColumns - forwardConsumer0Columns(ctaColumns, clusterSize);
+}
 
 // The mbarriers, in shared memory after the tiles.
 enum Barrier : int {

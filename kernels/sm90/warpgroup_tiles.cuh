@@ -353,16 +353,28 @@ FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b
 // `count` (0 or 1): 0 commits an empty group, for a loop whose first iteration has no product to
 // issue yet: ptxas keeps a group in flight across other work only where the wgmma sequence is the
 // same on every iteration (C7515 otherwise), as issueScoreProduct's empty groups do.
+// N may exceed wgmma's 256: each k16 step then issues one wgmma of N = 256 (blocks 0..3) and one
+// of the rest (from block 4 on), into the first 128 accumulators and those after.
 template <int N, class Tag>
 FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b, int count = 1) {
+  static_assert(N % kBlockColumns == 0 && N <= 512, "whole 64-column blocks, at most two wgmma wide");
+  constexpr int kFirst = N < 256 ? N : 256;  // columns of the first wgmma
   wgmmaFenceOperands(d);  // the caller's rescaling of d stays before the fence
   for (int product = 0; product < count; ++product) {
     wgmmaFence();
     #pragma unroll
     for (int step = 0; step < kKeys / 16; ++step) {
       // A: step s 32 bytes into its rows. B: 16 keys = 2048 bytes per step.
-      wgmmaSS<N, true>(d, matrixDescriptor(a + 32 * step, 16, 1024),
-                       matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+      const uint64_t descA = matrixDescriptor(a + 32 * step, 16, 1024);
+      wgmmaSS<kFirst, true>(*reinterpret_cast<float(*)[kFirst / 2]>(&d[0]), descA,
+                            matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+      if constexpr (N > kFirst) {
+        constexpr int kSecond = N - kFirst;
+        wgmmaSS<kSecond, true>(*reinterpret_cast<float(*)[kSecond / 2]>(&d[kFirst / 2]), descA,
+                               matrixDescriptor(b + (kFirst / kBlockColumns) * kBlockBytes + 2048 * step,
+                                                kBlockBytes, 1024),
+                               true, Tag());
+      }
     }
   }
   wgmmaCommit();

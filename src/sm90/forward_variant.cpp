@@ -150,8 +150,8 @@ Plan plan(const PlanRequest& r) {
   const bool shared = instance.kvSharing > 1;
   plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
-                    " cluster=", shared ? instance.kvSharing : columnCtas, " columns=", consumer0Columns(ctaColumns), "+",
-                    consumer1Columns(ctaColumns), columnCtas > 1 ? " exchange=S:dsmem" : "",
+                    " cluster=", shared ? instance.kvSharing : columnCtas, " columns=", forwardConsumer0Columns(ctaColumns, columnCtas),
+                    "+", forwardConsumer1Columns(ctaColumns, columnCtas), columnCtas > 1 ? " exchange=S:dsmem" : "",
                     shared ? " kv=multicast:2 row tiles" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
                     d.notes);

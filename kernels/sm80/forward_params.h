@@ -58,9 +58,17 @@ constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false) {
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
 }
 
+// Whether whole K and V tiles per step (coarse tiling, FFPA_POLICY_PERSIST_KV_G2S) serve a problem
+// of these head dims on an instance of this shape: d_qk and d_v up to 256 (seed 000's bound) on an
+// instance of at most 256 columns (one column warp; a build without one serves such head dims
+// with the fine-grained steps of a wider instance).
+constexpr bool coarseTiling(const ForwardShape& shape, int64_t headDimQk, int64_t headDimV) {
+  return headDimQk <= 256 && headDimV <= 256 && shape.maxHeadDimV() <= 256;
+}
+
 // The most panels a pipeline step holds (per column warp for V), which the kernel's copies are
 // unrolled for: Q K^T steps of at most 128 columns and P V steps of at most 64 per column warp, or
-// whole tiles where K and V are persisted (d_qk and d_v <= 256, one column warp).
+// whole tiles with coarse tiling (d_qk and d_v <= 256, one column warp).
 constexpr int maxScoreStepPanels(const ForwardShape& shape) { return shape.maxHeadDimV() <= 256 ? 16 : 8; }
 constexpr int maxValueStepPanels(const ForwardShape& shape) {
   return shape.maxHeadDimV() <= 256 ? shape.warpColumns / 16 : 4;

@@ -47,10 +47,10 @@ int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t a
 }  // namespace
 
 std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const AttentionProblem& problem,
-                                                     bool qInRegisters) {
+                                                     const ForwardShape& shape, bool qInRegisters) {
   // Q kept in registers is loaded through the persisted tile: persist_q stays on then.
   const bool persistableQ = problem.headDimQk <= 320;
-  const bool persistableKv = problem.headDimQk <= 256 && problem.headDimV <= 256;
+  const bool persistableKv = coarseTiling(shape, problem.headDimQk, problem.headDimV);
   return {
       {"stages", 1, maxCompiledStages(), 1, FFPA_POLICY_STAGES, [&c](int64_t v) { c.stages = int(v); }},
       {"qk_step", 16, 128, 16, std::nullopt, [&c](int64_t v) { c.qkPanelsPerStep = int(v / 16); }},
@@ -124,10 +124,9 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   // Persisting is for small enough head dims (seed 000's bounds); Q in registers loads Q through
   // the persisted tile.
   c.persistQ = qInRegisters || (policy.flag(FFPA_POLICY_PERSIST_Q_G2S) && problem.headDimQk <= 320);
-  c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && problem.headDimQk <= 256 &&
-                problem.headDimV <= 256;
+  c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && coarseTiling(d.shape, problem.headDimQk, problem.headDimV);
   // A tuned config (or autotune candidate) sets what the caller left at its default.
-  applyTunedConfig(r, kForwardVariantName, forwardLaunchParameters(c, problem, qInRegisters), d.notes);
+  applyTunedConfig(r, kForwardVariantName, forwardLaunchParameters(c, problem, d.shape, qInRegisters), d.notes);
 
   ForwardParams& p = d.layout;
   p.headDimQk = static_cast<int32_t>(problem.headDimQk);

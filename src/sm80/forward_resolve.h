@@ -34,9 +34,9 @@ struct ForwardResolution {
 };
 
 // The forward's tunable launch parameters (stages, qk_step, v_step, prefetch, smem_share,
-// persist_q, persist_kv), writing into `choice`.
+// persist_q, persist_kv), writing into `choice`, for the instance of tile shape `shape`.
 std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& choice, const AttentionProblem& problem,
-                                                     bool qInRegisters);
+                                                     const ForwardShape& shape, bool qInRegisters);
 
 // Resolves against this build's instances (forwardInstances()) and the request's device.
 ForwardResolution resolveForward(const PlanRequest& request);

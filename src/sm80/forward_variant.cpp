@@ -73,7 +73,7 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
     qkSteps = {16, 32, 64, 128};
     prefetch = {0, 1};
     if (r.problem.headDimQk <= 320) persistQ = {0, 1};
-    if (r.problem.headDimQk <= 256 && r.problem.headDimV <= 256) persistKv = {0, 1};
+    if (coarseTiling(d.shape, r.problem.headDimQk, r.problem.headDimV)) persistKv = {0, 1};
   } else {
     // The default and its neighbours on both sides, half and twice it (whole panels within the
     // limits; the others are dropped below).

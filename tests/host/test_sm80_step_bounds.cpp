@@ -40,7 +40,7 @@ TEST_CASE("forward: the largest steps the launch parameters accept lay out as as
     CAPTURE(headDim);
     const ForwardShape shape = forwardShape(headDim);
     PipelineChoice choice;
-    const std::vector<LaunchParameter> parameters = forwardLaunchParameters(choice, headDims(headDim), false);
+    const std::vector<LaunchParameter> parameters = forwardLaunchParameters(choice, headDims(headDim), shape, false);
     const int qkPanels = int(parameter(parameters, "qk_step").high / 16);
     const int vPanels = int(parameter(parameters, "v_step").high / 16);
     choice.qkPanelsPerStep = qkPanels;
@@ -52,7 +52,7 @@ TEST_CASE("forward: the largest steps the launch parameters accept lay out as as
     CHECK(p.vPanelsPerStep == std::min(vPanels, shape.warpColumns / 16));
     CHECK(p.qkPanelsPerStep <= maxScoreStepPanels(shape));
     CHECK(p.vPanelsPerStep <= maxValueStepPanels(shape));
-    if (headDim <= 256) {
+    if (coarseTiling(shape, headDim, headDim)) {
       // Persisted K and V: a step is a whole tile.
       choice.persistKv = true;
       forwardLayout(shape, choice, p);
@@ -62,6 +62,19 @@ TEST_CASE("forward: the largest steps the launch parameters accept lay out as as
       CHECK(p.vPanelsPerStep <= maxValueStepPanels(shape));
     }
   }
+}
+
+TEST_CASE("forward: a build without an instance of 256 columns or fewer serves d <= 256 with fine-grained steps") {
+  // Coarse tiling (whole K and V tiles per step) is for instances of one column warp: on a wider
+  // one persist_kv does not apply, as for d > 256, instead of steps past what its copies unroll.
+  const ForwardShape wide = forwardShape(512);
+  CHECK_FALSE(coarseTiling(wide, 128, 128));
+  CHECK(coarseTiling(forwardShape(256), 128, 128));
+  CHECK_FALSE(coarseTiling(forwardShape(256), 320, 128));
+  PipelineChoice choice;
+  const std::vector<LaunchParameter> parameters = forwardLaunchParameters(choice, headDims(128), wide, false);
+  parameter(parameters, "persist_kv").set(1);
+  CHECK_FALSE(choice.persistKv);
 }
 
 TEST_CASE("backward: the largest steps the launch parameters accept lay out as asked") {

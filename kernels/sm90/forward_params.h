@@ -97,13 +97,13 @@ constexpr int consumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns)
 constexpr int consumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
 
 // The forward's split. One CTA (d_v <= 512) splits as above: its K and V tiles each take about
-// half of a tile's time to arrive from the L2 (the L2 was 77% busy at d = 512 on an H100), and V
-// is reloaded only once both consumers are done with it, so neither may finish much later than
-// the other. In a cluster (d_v > 512) consumer 0 also waits for the other CTA's partial scores,
-// and consumer 1 spent 35% of its time waiting for P (d = 1024, Nsight Compute, H100): there
-// consumer 1 takes about five eighths of the blocks (at most five, 160 fp32 registers of O), so
-// that its P V still runs while consumer 0 exchanges scores and runs the softmax (1024: 192 + 320
-// columns, 896: 128 + 320, 768: 128 + 256, 640: 128 + 192).
+// half of a tile's time to arrive from the L2 (estimated from the measured rate; the L2 was 77%
+// busy at d = 512 on an H100), and V is reloaded only once both consumers are done with it, so
+// neither may finish much later than the other. In a cluster (d_v > 512) consumer 0 also waits
+// for the other CTA's partial scores, and consumer 1 spent 35% of its time waiting for P (d =
+// 1024, Nsight Compute, H100): there consumer 1 takes about five eighths of the blocks (at most
+// five, 160 fp32 registers of O), so that its P V still runs while consumer 0 exchanges scores
+// and runs the softmax (1024: 192 + 320 columns, 896: 128 + 320, 768: 128 + 256, 640: 128 + 192).
 constexpr int forwardConsumer0Columns(int ctaColumns, int clusterSize) {
   if (clusterSize == 1) return consumer0Columns(ctaColumns);
   const int blocks = columnBlocks(ctaColumns);

@@ -46,8 +46,6 @@ struct KeyGradientKernel {
   static constexpr int kQueryTiles = kShape.queriesPerWarp / 8;  // n8 tiles of S^T per warp
   static constexpr int kQuerySteps = kQueries / 16;              // k16 steps of P^T dO and dS^T Q
   static constexpr int kOutPanels = kShape.warpColumns / 16;     // panels of dK (and of dV) per warp
-  static constexpr int kMaxOutputStepPanels =
-      ffpa::sm80::kMaxOutputStepPanels < kOutPanels ? ffpa::sm80::kMaxOutputStepPanels : kOutPanels;
 
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
   static_assert(kShape.warpColumns <= 128, "dK + dV: at most 128 fp32 registers per thread");
@@ -144,7 +142,7 @@ struct KeyGradientKernel {
       // Columns past d_v (d_qk) reach only columns of dV (dK) that are never stored.
       const bool isDv = inTile < scoreSteps + s.outputSteps;
       const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.outputSteps)) * l.outputPanelsPerStep;
-      copyStepPanels<kQueries, kThreads, kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
+      copyStepPanels<kQueries, kThreads, ffpa::sm80::kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
           base, 32, min2(l.outputPanelsPerStep, kOutPanels - firstPanel), isDv ? dO : q,
           isDv ? p.dOStrides[2] : p.qStrides[2], validRows, firstPanel * 16, isDv ? p.headDimV : p.headDimQk);
     }
@@ -263,12 +261,10 @@ struct KeyGradientKernel {
     dv.clear();
     if (tiles > 0) {
       // The CTA's K and V rows: the first commit group, before every step.
-      auto column = [](int panel) { return panel * 16; };
       const int validKeys = p.seqKv - c.firstKey;
-      copyTile<kKeys, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.k, p.kStrides[2], validKeys,
-                                p.headDimQk, column);
+      copyTile<kKeys, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.k, p.kStrides[2], validKeys);
       copyTile<kKeys, kThreads>(shared + l.rowsOffset + s.qkPanels * kKeys * 32, 32, s.vPanels, c.v,
-                                p.vStrides[2], validKeys, p.headDimV, column);
+                                p.vStrides[2], validKeys);
       copyAsyncCommit();
       pipe.start();
     }

@@ -42,8 +42,6 @@ struct QueryGradientKernel {
   static constexpr int kKeyTiles = kShape.keysPerWarp / 8;    // n8 tiles of S per warp
   static constexpr int kKeySteps = kKeys / 16;                // k16 steps of dS K
   static constexpr int kOutPanels = kShape.warpColumns / 16;  // 16-column panels of dQ per warp
-  static constexpr int kMaxOutputStepPanels =
-      ffpa::sm80::kMaxOutputStepPanels < kOutPanels ? ffpa::sm80::kMaxOutputStepPanels : kOutPanels;
 
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 1024, "head dim: a multiple of 16 up to 1024");
   static_assert(kShape.warpColumns <= 256, "dQ: at most 128 fp32 registers per thread");
@@ -135,7 +133,7 @@ struct QueryGradientKernel {
       // K panels of dS K: panel k of the step for column warp w is the step's panel k * kColWarps
       // + w. Columns past d_qk reach only columns of dQ that are never stored.
       const int firstPanel = (inTile - s.qkSteps - s.vSteps) * l.outputPanelsPerStep;
-      copyStepPanels<kKeys, kThreads, kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
+      copyStepPanels<kKeys, kThreads, ffpa::sm80::kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
           base, 32, min2(l.outputPanelsPerStep, kOutPanels - firstPanel), c.k + int64_t(firstKey) * p.kStrides[2],
           p.kStrides[2], p.seqKv - firstKey, firstPanel * 16, p.headDimQk);
     }
@@ -231,12 +229,9 @@ struct QueryGradientKernel {
     if (tiles > 0) {
       if (l.persistRows) {
         // The CTA's Q and dO rows: the first commit group, before every step.
-        auto qColumn = [](int panel) { return panel * 16; };
-        copyTile<kRows, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.q, p.qStrides[2],
-                                  p.seqQ - c.firstRow, p.headDimQk, qColumn);
+        copyTile<kRows, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.q, p.qStrides[2], p.seqQ - c.firstRow);
         const uint32_t dOPanels = shared + l.rowsOffset + s.qkPanels * kRows * 32;
-        copyTile<kRows, kThreads>(dOPanels, 32, s.vPanels, c.dO, p.dOStrides[2], p.seqQ - c.firstRow,
-                                  p.headDimV, qColumn);
+        copyTile<kRows, kThreads>(dOPanels, 32, s.vPanels, c.dO, p.dOStrides[2], p.seqQ - c.firstRow);
         copyAsyncCommit();
       }
       pipe.start();

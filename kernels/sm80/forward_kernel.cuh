@@ -449,9 +449,8 @@ struct ForwardKernel {
     if (tiles > 0) {
       if (p.persistQ) {
         // The persisted Q tile: the first commit group, before every step.
-        auto column = [](int panel) { return panel * 16; };
-        copyTile<kRows, kThreads, false>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c),
-                                         p.qStrides[2], p.seqQ - c.firstRow, p.headDimQk, column);
+        copyTile<kRows, kThreads>(shared + p.qPersistOffset, p.qRowBytes, qkPanels, queryRows(p, c),
+                                  p.qStrides[2], p.seqQ - c.firstRow);
         copyAsyncCommit();
       }
       pipe.start();

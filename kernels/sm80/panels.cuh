@@ -36,11 +36,12 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
   }
 }
 
-// Copies rows [0, kRows) x panels [0, panels) of a tile from global memory (row r at
-// global + r * rowStride, panel p at column columnOf(p); with kSkips, a negative column skips the
-// panel; without, columnOf never returns one and no copy tests for it)
-// into shared memory at `shared`, with kThreads threads. Rows at or past `validRows` and columns
-// at or past `validColumns` are zero-filled.
+// Copies a whole tile once, before a kernel's loop (the persisted Q rows of the forward, the K, V,
+// Q and dO rows of the gradient kernels): rows [0, kRows) x panels [0, panels) from global memory
+// (row r at global + r * rowStride, panel p at column 16 p, every one of them inside the row) into
+// shared memory at `shared`, with kThreads threads. Rows at or past `validRows` are zero-filled.
+// The steps inside the loops copy with copyStepPanels, unrolled for their few panels; this loop
+// stays rolled, for up to 64 panels.
 //
 // Consecutive thread pairs take consecutive rows of a panel: a warp writes 16 whole panel rows,
 // 512 contiguous bytes of shared memory (no bank conflict; a row-major order would put the
@@ -48,17 +49,15 @@ FFPA_DEVICE void copyAsyncWaitPending(int pending) {
 // The CTA's thread pairs cover whole panels (or, for a tile of more rows than pairs, a panel in
 // kRows / pairs row blocks), so a thread keeps one row (per block) and 16-byte unit for every
 // panel it copies, and that row's address and validity are worked out once.
-template <int kRows, int kThreads, bool kSkips = true, class Element, class ColumnOf>
+template <int kRows, int kThreads, class Element>
 FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
-                          int validRows, int validColumns, ColumnOf columnOf) {
+                          int validRows) {
   constexpr int kPairs = kThreads / 2;
   constexpr int kBlockRows = kRows < kPairs ? kRows : kPairs;  // rows one pass of pairs covers
   static_assert(kRows > 0 && (kRows & (kRows - 1)) == 0, "rows: a power of two");
   static_assert(kThreads % 32 == 0 && (kPairs % kRows == 0 || kRows % kPairs == 0),
                 "thread pairs: whole panels per pass, or whole row blocks of a panel");
   constexpr int kPanelStride = kPairs / kBlockRows;  // panels copied by the CTA per pass
-  // Copies are issued inside the kernels' KV loops: what the thread works out here is worked
-  // out at each issue, not hoisted to hold registers across the loop.
   const int thread = threadIndexAtUse();
   const int unit = thread & 1;
   const int firstPanel = (thread >> 1) / kBlockRows;
@@ -66,19 +65,14 @@ FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Eleme
 #pragma unroll
   for (int block = 0; block < kRows / kBlockRows; ++block) {
     const int row = ((thread >> 1) & (kBlockRows - 1)) + block * kBlockRows;
-    // Columns a copy may read: none on a row past validRows, whose copies zero-fill from the
-    // tile's first row (an address that is always mapped).
-    const uint32_t columnLimit = row < validRows ? static_cast<uint32_t>(validColumns) : 0u;
-    const char* rowSource =
-        reinterpret_cast<const char*>(global + (columnLimit != 0u ? row * rowStride : 0) + unit * 8);
-    // The destination runs on by kPanelStride panels per copy: one addition instead of a product.
+    // A row past validRows zero-fills from the same columns of row 0, an address always mapped.
+    const bool valid = row < validRows;
+    const Element* source = global + (valid ? row * rowStride : 0) + firstPanel * 16 + unit * 8;
+    // Source and destination run on by kPanelStride panels per copy: additions, not products.
     uint32_t destination = shared + panelOffset(row, firstPanel, unit, kRows, rowBytes);
-    for (int panel = firstPanel; panel < panels; panel += kPanelStride, destination += kPanelStride * panelBytes) {
-      const int column = columnOf(panel);
-      if (kSkips && column < 0) continue;
-      // One unsigned comparison: a column past validColumns, or any column of an invalid row.
-      const bool valid = static_cast<uint32_t>(column) < columnLimit;
-      copyAsync16(destination, rowSource + (valid ? column * int(sizeof(Element)) : 0), valid);
+    for (int panel = firstPanel; panel < panels;
+         panel += kPanelStride, source += kPanelStride * 16, destination += kPanelStride * panelBytes) {
+      copyAsync16(destination, source, valid);
     }
   }
 }

@@ -3,7 +3,7 @@
 // state. Step g is step g % stepsPerTile of tile g / stepsPerTile; a tile's score steps come first.
 //
 //   auto pipe = makeStepPipeline(rings, shared, scoreSteps, outputSteps, tiles,
-//                                [&](int tile, int inTile, uint32_t slot) { ...copyTile()s... });
+//                                [&](int tile, int inTile, uint32_t slot) { ...copyStepPanels()s... });
 //   pipe.start();
 //   for each step, in order:  const uint32_t slot = pipe.acquire();  ...ldmatrix from slot...
 //

@@ -44,12 +44,14 @@ namespace ffpa::kernels::sm90 {
 using ffpa::sm90::ForwardParams;
 using namespace ffpa::sm90;  // the shape constants and Barrier
 
-template <class Tag, int kHeadDimV, int kCluster = 1, bool kShareKv = false>
+// kSplit: how the consumers split a CTA's output columns (kEvenSplit or kSkewedSplit,
+// sm90/forward_params.h).
+template <class Tag, int kHeadDimV, int kCluster = 1, bool kShareKv = false, int kSplit = defaultForwardSplit(kCluster)>
 struct ForwardKernel {
   using Element = typename Tag::Element;
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
-  static constexpr int kColumns0 = forwardConsumer0Columns(kCtaColumns, kCluster);  // of consumer 0
-  static constexpr int kColumns1 = forwardConsumer1Columns(kCtaColumns, kCluster);  // and of consumer 1
+  static constexpr int kColumns0 = forwardConsumer0Columns(kCtaColumns, kSplit);  // of consumer 0
+  static constexpr int kColumns1 = forwardConsumer1Columns(kCtaColumns, kSplit);  // and of consumer 1
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
@@ -59,6 +61,7 @@ struct ForwardKernel {
   static_assert(kColumns0 >= kBlockColumns && kColumns0 <= 256, "consumer 0: one wgmma of N 64..256");
   static_assert(kColumns1 <= 320, "consumer 1: at most 160 fp32 registers of O");
   static_assert(!kShareKv || kCluster == 1, "K and V are shared by the CTAs of row tiles, not of head dims");
+  static_assert(kSplit == kEvenSplit || kSplit == kSkewedSplit, "an even or a skewed split");
   static constexpr int kKvCtas = kShareKv ? kKvSharingCtas : 1;  // CTAs that read each K and V buffer
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
@@ -386,18 +389,19 @@ struct ForwardKernel {
 
 // The kernel entries; grid (row tiles * CTAs per cluster, B * H) or (.., H, B), the row tiles
 // ceil(seqQ / 64) or those of SlicedTiles; 384 threads; sharedBytes.
-template <class Tag, int kHeadDimV>
+template <class Tag, int kHeadDimV, int kSplit = defaultForwardSplit(1)>
 FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1) forwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
-  ForwardKernel<Tag, kHeadDimV>::run(p);
+  ForwardKernel<Tag, kHeadDimV, 1, false, kSplit>::run(p);
 }
 
-template <class Tag, int kHeadDimV>
+template <class Tag, int kHeadDimV, int kSplit = defaultForwardSplit(kMaxClusterSize)>
 FFPA_KERNEL void FFPA_CLUSTER_DIMS(kMaxClusterSize, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
     clusterForwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
-  ForwardKernel<Tag, kHeadDimV, kMaxClusterSize>::run(p);
+  ForwardKernel<Tag, kHeadDimV, kMaxClusterSize, false, kSplit>::run(p);
 }
 
-// The CTAs of two adjacent row tiles share K and V (d_v <= 512, no slices); grid x even.
+// The CTAs of two adjacent row tiles share K and V (d_v <= 512, no slices); grid x even. They
+// split the columns evenly.
 template <class Tag, int kHeadDimV>
 FFPA_KERNEL void FFPA_CLUSTER_DIMS(kKvSharingCtas, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
     kvSharingForwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {

@@ -7,8 +7,7 @@
 //   warpgroup 1, consumer 0: S = Q K^T (one wgmma chain over the whole d_qk), the online softmax,
 //     P to shared memory, then O[:, 0 : columns0] += P V;
 //   warpgroup 2, consumer 1: O[:, columns0 : d_v] += P V with consumer 0's P and row scales
-//     (the larger half of the columns where they do not split evenly; in a cluster about five
-//     eighths: forwardConsumer1Columns).
+//     (half of the columns or about five eighths: forwardConsumer1Columns).
 // O stays in fp32 registers, split by columns so that a thread holds at most 160 of them.
 // Every tile is stored as 64-column blocks of 64 rows x 128 bytes, 128-byte swizzled (TMA boxes).
 //
@@ -96,22 +95,35 @@ constexpr int columnsHeld(int headDim, BlockShare share) {
 constexpr int consumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns) / 2 * kBlockColumns; }
 constexpr int consumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
 
-// The forward's split. One CTA (d_v <= 512) splits as above: its K and V tiles each take about
-// half of a tile's time to arrive from the L2 (estimated from the measured rate; the L2 was 77%
-// busy at d = 512 on an H100), and V is reloaded only once both consumers are done with it, so
-// neither may finish much later than the other. In a cluster (d_v > 512) consumer 0 also waits
-// for the other CTA's partial scores, and consumer 1 spent 35% of its time waiting for P (d =
-// 1024, Nsight Compute, H100): there consumer 1 takes about five eighths of the blocks (at most
-// five, 160 fp32 registers of O), so that its P V still runs while consumer 0 exchanges scores
-// and runs the softmax (1024: 192 + 320 columns, 896: 128 + 320, 768: 128 + 256, 640: 128 + 192).
-constexpr int forwardConsumer0Columns(int ctaColumns, int clusterSize) {
-  if (clusterSize == 1) return consumer0Columns(ctaColumns);
+// The forward's split of a CTA's output columns between its consumers, a launch parameter
+// ("split" in tuned configs; sm90/forward_variant.cpp compiles both where they differ):
+//   kEvenSplit:   as above (d 512: 256 + 256; 448: 192 + 256);
+//   kSkewedSplit: consumer 1 takes about five eighths of the blocks (at most five, 160 fp32
+//                 registers of O): 512 columns 192 + 320, 448: 128 + 320, 384: 128 + 256, 320:
+//                 128 + 192 (the same as even).
+// Skewed, consumer 1's P V still runs while consumer 0 exchanges scores (in a cluster) and runs
+// the softmax: consumer 1 spent 35% of its time waiting for P at d = 1024 and 27% at d = 512
+// (Nsight Compute, H100, even split). Even, the two consumers release V together sooner: a CTA's K
+// and V tiles each take about half of a tile's time to arrive from the L2 (the L2 was 77% busy at
+// d = 512), and V is reloaded only once both are done with it. Which wins is measured (runtime
+// autotune, tuned configs); by default one CTA (d_v <= 512) splits evenly and clusters skew.
+constexpr int kEvenSplit = 0;
+constexpr int kSkewedSplit = 1;
+constexpr int defaultForwardSplit(int clusterSize) { return clusterSize == 1 ? kEvenSplit : kSkewedSplit; }
+
+constexpr int forwardConsumer0Columns(int ctaColumns, int split) {
+  if (split == kEvenSplit) return consumer0Columns(ctaColumns);
   const int blocks = columnBlocks(ctaColumns);
   const int first = 3 * blocks / 8;
   return (first < 2 ? 2 : first) * kBlockColumns;
 }
-constexpr int forwardConsumer1Columns(int ctaColumns, int clusterSize) {
-  return columnBlocks(ctaColumns) * kBlockColumns - forwardConsumer0Columns(ctaColumns, clusterSize);
+constexpr int forwardConsumer1Columns(int ctaColumns, int split) {
+  return columnBlocks(ctaColumns) * kBlockColumns - forwardConsumer0Columns(ctaColumns, split);
+}
+// Whether the two splits give a CTA of `ctaColumns` different columns (only then is a second
+// instance compiled: 384, 448 and 512 columns per CTA).
+constexpr bool forwardSplitsDiffer(int ctaColumns) {
+  return forwardConsumer0Columns(ctaColumns, kEvenSplit) != forwardConsumer0Columns(ctaColumns, kSkewedSplit);
 }
 
 // The mbarriers, in shared memory after the tiles.

@@ -26,14 +26,24 @@ const ForwardInstanceList& instances() {
 #endif
 }
 
-const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing) {
+const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing, int split) {
   const int headDimV = instanceHeadDimV(problem.headDimV);
   for (const ForwardInstance& instance : instances()) {
-    if (instance.headDimV == headDimV && instance.dtype == problem.dtype && instance.kvSharing == kvSharing) {
+    if (instance.headDimV == headDimV && instance.dtype == problem.dtype && instance.kvSharing == kvSharing &&
+        instance.split == split) {
       return &instance;
     }
   }
   return nullptr;
+}
+
+// The columns of one CTA of the instance for d_v `instanceHeadDimV`.
+int ctaColumnsOf(int instanceHeadDimV) { return instanceHeadDimV / clusterSizeFor(instanceHeadDimV); }
+
+// Whether the consumers' split of the columns is a choice for `problem`: a kernel that does not
+// share K and V (those split evenly), with 384, 448 or 512 columns per CTA.
+bool splitTunable(const AttentionProblem& problem, int kvSharing) {
+  return kvSharing == 1 && forwardSplitsDiffer(ctaColumnsOf(instanceHeadDimV(problem.headDimV)));
 }
 
 // The kernel takes its parameters by value (the maps as __grid_constant__ CUtensorMaps, which
@@ -74,16 +84,33 @@ uint32_t sharedBytesOf(const AttentionProblem& problem) {
   return forwardLayout(a);
 }
 
-// Whether two row tiles share K and V (kvSharingFor): the caller's FFPA_POLICY_HOPPER_KV_MULTICAST
-// when set, else the autotune candidate or the device's tuned config ("kv_multicast": 0 or 1), else
-// the knob's default. Appends where the value came from to `notes`.
-bool kvMulticastOf(const PlanRequest& r, std::string& notes) {
+// The instance's launch choices: whether two row tiles share K and V (kvSharingFor; the caller's
+// FFPA_POLICY_HOPPER_KV_MULTICAST when set) and the consumers' split of the columns (0 even, 1
+// skewed; forward_params.h), each from the autotune candidate or the device's tuned config
+// ("kv_multicast", "split") where it is a choice for the problem, else its default (a kernel
+// that shares K and V splits evenly). Appends where the values came from to `notes`.
+struct LaunchChoice {
+  int kvSharing;
+  int split;
+};
+
+LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
+  const AttentionProblem& problem = r.problem;
   bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
-  sm80::applyTunedConfig(
-      r, kForwardVariantName,
-      {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }}},
-      notes);
-  return multicast;
+  const int defaultSplit = defaultForwardSplit(clusterSizeFor(instanceHeadDimV(problem.headDimV)));
+  int split = defaultSplit;
+  // Only where a choice exists does a launch config decide anything (and get named in the plan).
+  const bool sharable = kvSharingFor(problem, true) > 1;
+  if (sharable || splitTunable(problem, 1)) {
+    sm80::applyTunedConfig(
+        r, kForwardVariantName,
+        {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
+         {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }}},
+        notes);
+  }
+  const int kvSharing = kvSharingFor(problem, sharable && multicast);
+  if (!splitTunable(problem, kvSharing)) split = kvSharing > 1 ? kEvenSplit : defaultSplit;
+  return {kvSharing, split};
 }
 
 // What the planner decided, or why not.
@@ -108,9 +135,8 @@ Resolution resolve(const PlanRequest& r) {
   if (!compiled()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
   if (std::string why = forwardRefusal(problem); !why.empty()) return notApplicable(std::move(why));
   Resolution d;
-  // Only where sharing can apply does a launch config decide anything (and get named in the plan).
-  const bool multicast = kvSharingFor(problem, true) > 1 && kvMulticastOf(r, d.notes);
-  d.instance = findInstance(problem, kvSharingFor(problem, multicast));
+  const LaunchChoice choice = launchChoiceOf(r, d.notes);
+  d.instance = findInstance(problem, choice.kvSharing, choice.split);
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
   const uint32_t shared = sharedBytesOf(problem);
@@ -129,11 +155,23 @@ Resolution resolve(const PlanRequest& r) {
 
 Support supports(const PlanRequest& r) { return resolve(r).support; }
 
-// Runtime autotune's search space: K and V shared by two row tiles or not, where sharing applies
-// (none elsewhere: nothing to tune).
+// Runtime autotune's search space: where the consumers' split is a choice, each split of the
+// kernel that does not share K and V; where sharing applies, the kernel that shares them (which
+// splits evenly). Empty where neither applies: nothing to tune.
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
-  if (kvSharingFor(r.problem, true) == 1) return {};
-  return {{{"kv_multicast", 0}}, {{"kv_multicast", 1}}};
+  const bool sharing = kvSharingFor(r.problem, true) > 1;
+  std::vector<tuning::LaunchConfig> all;
+  if (splitTunable(r.problem, 1)) {
+    for (const int split : {kEvenSplit, kSkewedSplit}) {
+      tuning::LaunchConfig config{{"split", split}};
+      if (sharing) config["kv_multicast"] = 0;
+      all.push_back(std::move(config));
+    }
+  } else if (sharing) {
+    all.push_back({{"kv_multicast", 0}});
+  }
+  if (sharing) all.push_back({{"kv_multicast", 1}});
+  return all;
 }
 
 Plan plan(const PlanRequest& r) {
@@ -146,12 +184,16 @@ Plan plan(const PlanRequest& r) {
   }
   Plan plan;
   const int columnCtas = clusterSizeFor(instance.headDimV);
-  const int ctaColumns = instance.headDimV / columnCtas;
+  const int ctaColumns = ctaColumnsOf(instance.headDimV);
   const bool shared = instance.kvSharing > 1;
-  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing);
+  const bool namesSplit = !shared && forwardSplitsDiffer(ctaColumns);  // only where it was a choice
+  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
-                    " cluster=", shared ? instance.kvSharing : columnCtas, " columns=", forwardConsumer0Columns(ctaColumns, columnCtas),
-                    "+", forwardConsumer1Columns(ctaColumns, columnCtas), columnCtas > 1 ? " exchange=S:dsmem" : "",
+                    " cluster=", shared ? instance.kvSharing : columnCtas, " columns=",
+                    forwardConsumer0Columns(ctaColumns, instance.split), "+",
+                    forwardConsumer1Columns(ctaColumns, instance.split),
+                    namesSplit ? cat(" split=", instance.split == kEvenSplit ? "even" : "skewed") : std::string(),
+                    columnCtas > 1 ? " exchange=S:dsmem" : "",
                     shared ? " kv=multicast:2 row tiles" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
                     d.notes);
@@ -184,9 +226,11 @@ std::string mmaSyncKnobSet(const Policy& policy) {
 
 bool compiled() { return !instances().empty(); }
 
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing) {
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split) {
+  const bool otherSplit = split >= 0 && split != defaultForwardSplit(clusterSizeFor(instanceHeadDimV));
   return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV,
-             kvSharing > 1 ? cat(".kv", kvSharing) : std::string());
+             kvSharing > 1 ? cat(".kv", kvSharing) : std::string(),
+             otherSplit ? (split == kEvenSplit ? ".even" : ".skewed") : "");
 }
 
 void registerForwardVariant(KernelRegistry& registry) {

@@ -25,9 +25,12 @@ using ffpa_tools::LayoutKind;
 
 namespace {
 
-// `kvSharing` > 1: the kernel whose CTAs of two adjacent row tiles share K and V (d_v <= 512).
+// `kvSharing` > 1: the kernel whose CTAs of two adjacent row tiles share K and V (d_v <= 512);
+// `split`: the consumers' split of the columns (sm90/forward_params.h; -1: the default). Returns
+// the output columns of consumer 0 of the kernel that ran.
 template <class Tag, int kHeadDimV>
-void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params, int kvSharing) {
+int launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params, int kvSharing,
+                    int split) {
   constexpr int kCluster = ffpa::sm90::clusterSizeFor(kHeadDimV);
   if constexpr (kCluster == 1) {
     if (kvSharing > 1) {
@@ -35,32 +38,45 @@ void launchInstance(const ffpa::emulation::Config& config, const ffpa::sm90::For
           ffpa::emulation::clustered(config, ffpa::sm90::kKvSharingCtas),
           [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, 1, true>::run(p); },
           params);
-      return;
+      return ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, 1, true>::kColumns0;
+    }
+  }
+  constexpr int kOtherSplit = 1 - ffpa::sm90::defaultForwardSplit(kCluster);
+  if constexpr (ffpa::sm90::forwardSplitsDiffer(kHeadDimV / kCluster)) {
+    if (split == kOtherSplit) {
+      ffpa::emulation::launch(
+          ffpa::emulation::clustered(config, kCluster),
+          [](const ffpa::sm90::ForwardParams& p) {
+            ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, kCluster, false, kOtherSplit>::run(p);
+          },
+          params);
+      return ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, kCluster, false, kOtherSplit>::kColumns0;
     }
   }
   ffpa::emulation::launch(
       ffpa::emulation::clustered(config, kCluster),
       [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, kCluster>::run(p); },
       params);
+  return ffpa::kernels::sm90::ForwardKernel<Tag, kHeadDimV, kCluster>::kColumns0;
 }
 
 template <class Tag>
-void launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params,
-               int kvSharing) {
+int launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params,
+               int kvSharing, int split) {
   switch (headDimV) {
-    case 320: return launchInstance<Tag, 320>(config, params, kvSharing);
-    case 384: return launchInstance<Tag, 384>(config, params, kvSharing);
-    case 448: return launchInstance<Tag, 448>(config, params, kvSharing);
-    case 512: return launchInstance<Tag, 512>(config, params, kvSharing);
-    case 640: return launchInstance<Tag, 640>(config, params, kvSharing);
-    case 768: return launchInstance<Tag, 768>(config, params, kvSharing);
-    case 896: return launchInstance<Tag, 896>(config, params, kvSharing);
-    case 1024: return launchInstance<Tag, 1024>(config, params, kvSharing);
+    case 320: return launchInstance<Tag, 320>(config, params, kvSharing, split);
+    case 384: return launchInstance<Tag, 384>(config, params, kvSharing, split);
+    case 448: return launchInstance<Tag, 448>(config, params, kvSharing, split);
+    case 512: return launchInstance<Tag, 512>(config, params, kvSharing, split);
+    case 640: return launchInstance<Tag, 640>(config, params, kvSharing, split);
+    case 768: return launchInstance<Tag, 768>(config, params, kvSharing, split);
+    case 896: return launchInstance<Tag, 896>(config, params, kvSharing, split);
+    case 1024: return launchInstance<Tag, 1024>(config, params, kvSharing, split);
     default: throw std::invalid_argument("no sm90 instance for d_v " + std::to_string(headDimV));
   }
 }
 
-ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}) {
+ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}, int split = -1) {
   ForwardTensors t = forwardTensors(c);
   if (edit) edit(t);
   // The case's slices as the library holds them, read by the emulated kernel from the host.
@@ -100,11 +116,10 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
        {t.o.data(), t.o.size_bytes()},
        {t.lse.data(), t.lse.size_bytes()}});
   config.scheduleSeed = c.scheduleSeed;
-  if (c.dtype == DType::bfloat16) {
-    launchFor<ffpa::kernels::Bf16Tag>(instance, config, params, call.kvSharing);
-  } else {
-    launchFor<ffpa::kernels::HalfTag>(instance, config, params, call.kvSharing);
-  }
+  const int columns0 = c.dtype == DType::bfloat16
+                           ? launchFor<ffpa::kernels::Bf16Tag>(instance, config, params, call.kvSharing, split)
+                           : launchFor<ffpa::kernels::HalfTag>(instance, config, params, call.kvSharing, split);
+  out.config = "columns0=" + std::to_string(columns0);
   finishOutcome(c, t, out);
   return out;
 }
@@ -122,9 +137,9 @@ AttentionCase sweepCase(int index, const int (&dim)[2], DType dtype, int kvLengt
   return c;
 }
 
-void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false) {
+void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1) {
   try {
-    checkForward(c, runSm90(c, gridDnhb));
+    checkForward(c, runSm90(c, gridDnhb, {}, split));
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
@@ -143,6 +158,45 @@ TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA
       ++index;
     }
   }
+}
+
+TEST_CASE("sm90 forward: the consumers' other split of the columns, one CTA and clusters of two") {
+  // Where the two splits differ (384, 448 and 512 columns per CTA), the instance that is not the
+  // default: one CTA skewed (consumer 1 with 256 or 320 columns: two wgmma per k16 step), a
+  // cluster even; d_v 464 and 1008 leave a partial block to consumer 1, d_qk 576 and 64 differ
+  // from d_v, and seeded schedules interleave the warpgroups (and the CTAs of a cluster).
+  const int dims[][2] = {{384, 384}, {448, 448}, {512, 512}, {576, 464}, {768, 768}, {896, 896}, {1024, 1024},
+                         {64, 1008}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    const int instance = ffpa::sm90::instanceHeadDimV(dim[1]);
+    const int cluster = ffpa::sm90::clusterSizeFor(instance);
+    const int other = 1 - ffpa::sm90::defaultForwardSplit(cluster);
+    const AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 100, 1200);
+    try {
+      const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, other);
+      // The kernel that ran has the other split's columns (never the default's).
+      const int columns0 = ffpa::sm90::forwardConsumer0Columns(instance / cluster, other);
+      CHECK(columns0 != ffpa::sm90::forwardConsumer0Columns(instance / cluster, 1 - other));
+      CHECK(out.config == "columns0=" + std::to_string(columns0));
+      checkForward(c, out);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
+    ++index;
+  }
+  AttentionCase c;
+  c.shape = problem(1, 2, 1, 130, 333, 512, 512, CausalMask::bottom_right);
+  c.dtype = DType::bfloat16;
+  for (const uint64_t seed : {1u, 2u}) {
+    c.scheduleSeed = seed;
+    c.start = 1210 + seed;
+    runAndCheckSm90(c, false, ffpa::sm90::kSkewedSplit);
+  }
+  c.shape = problem(1, 1, 1, 100, 333, 1024, 1024, CausalMask::top_left);
+  c.scheduleSeed = 3;
+  c.start = 1213;
+  runAndCheckSm90(c, false, ffpa::sm90::kEvenSplit);
 }
 
 TEST_CASE("sm90 forward: a NaN in one query row reaches that row's O and LSE, and no other row") {

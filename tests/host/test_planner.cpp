@@ -313,7 +313,7 @@ TEST_CASE("runtime autotune leaves a problem untuned when its variant has no can
   REQUIRE(large.tuned != nullptr);
 }
 
-TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two row tiles against one CTA each") {
+TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two row tiles and the consumers' splits") {
   const KernelRegistry& registry = builtinKernels();
   const KernelVariant* sm90 = builtinVariant("sm90.forward");
   REQUIRE(sm90 != nullptr);
@@ -324,8 +324,12 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
     MESSAGE("skipped: " << support.reason);
     return;
   }
+  // d_v 512: each split of the kernel of one CTA per row tile, and the kernel that shares K and V
+  // (which splits evenly).
   const std::vector<tuning::LaunchConfig> candidates = sm90->candidates(request);
-  CHECK(candidates == std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}}, {{"kv_multicast", 1}}});
+  CHECK(candidates == std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}, {"split", 0}},
+                                                        {{"kv_multicast", 0}, {"split", 1}},
+                                                        {{"kv_multicast", 1}}});
   // Sharing is faster on this timer: the plan and its tuned entry share K and V.
   class SharingFaster : public CandidateTimer {
    public:
@@ -336,9 +340,26 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
   CHECK(tuned.kernel == "sm90.forward.f16.d512.kv2");
   REQUIRE(tuned.tuned != nullptr);
   CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 1}});
-  // Above 512 (clusters that split the head dims) the Hopper forward has nothing to tune.
+  // d_v 320: the two splits agree, sharing alone is a choice.
+  const AttentionProblem narrow = packedProblem(320);
+  CHECK(sm90->candidates({narrow, policy, hopper(), nullptr}) ==
+        std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}}, {{"kv_multicast", 1}}});
+  // Above 512 (clusters that split the head dims, sharing no K and V) the splits are the choice,
+  // where they differ.
   const AttentionProblem wide = packedProblem(1024);
-  CHECK(sm90->candidates({wide, policy, hopper(), nullptr}).empty());
+  CHECK(sm90->candidates({wide, policy, hopper(), nullptr}) ==
+        std::vector<tuning::LaunchConfig>{{{"split", 0}}, {{"split", 1}}});
+  CHECK(sm90->candidates({packedProblem(640), policy, hopper(), nullptr}).empty());
+  // The skewed split faster on this timer: the plan and its tuned entry take it.
+  class SkewedFaster : public CandidateTimer {
+   public:
+    double milliseconds(const Plan& plan) override { return plan.config.find("split=skewed") != std::string::npos ? 1 : 2; }
+  };
+  const Planner skewed(registry, [](const PlanRequest&) { return std::make_unique<SkewedFaster>(); });
+  const Plan tunedSplit = skewed.plan({packedProblem(448), policy, hopper(), nullptr});
+  CHECK(tunedSplit.kernel == "sm90.forward.f16.d448.skewed");
+  REQUIRE(tunedSplit.tuned != nullptr);
+  CHECK(tunedSplit.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"split", 1}});
 }
 
 TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step, half of it and twice it") {

@@ -96,10 +96,11 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
       CHECK_HAS(d.config, "grid=(N/Br,B*H)");
     }
   }
+  // One CTA splits its columns evenly by default (the skewed split is a launch parameter, below).
   const Problem p512(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
-  CHECK_HAS(describeForward(h, p512).config, "columns=256+256");
+  CHECK_HAS(describeForward(h, p512).config, "columns=256+256 split=even");
   const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
-  CHECK_HAS(describeForward(h, p320).config, "columns=128+192");
+  CHECK_HAS(describeForward(h, p320).config, "columns=128+192 smem=");  // the two splits agree: none named
   CHECK_HAS(describeForward(h, p512).config, "cluster=1 ");
   // Above 512, two CTAs of a cluster split the head dims and exchange partial scores; the grid
   // has two CTAs per 64 rows.
@@ -107,13 +108,13 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   const Described d1024 = describeForward(h, p1024);
   // In a cluster consumer 1 takes about five eighths of a CTA's columns (consumer 0 also
   // exchanges partial scores).
-  CHECK_HAS(d1024.config, "cluster=2 columns=192+320 exchange=S:dsmem");
+  CHECK_HAS(d1024.config, "cluster=2 columns=192+320 split=skewed exchange=S:dsmem");
   const Problem p640(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 640, 640);
-  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=128+192");
+  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=128+192 exchange");
   const Problem p768(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 768, 768);
-  CHECK_HAS(describeForward(h, p768).config, "cluster=2 columns=128+256");
+  CHECK_HAS(describeForward(h, p768).config, "cluster=2 columns=128+256 split=skewed");
   const Problem p896(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 896, 896);
-  CHECK_HAS(describeForward(h, p896).config, "cluster=2 columns=128+320");
+  CHECK_HAS(describeForward(h, p896).config, "cluster=2 columns=128+320 split=skewed");
 }
 
 TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels, saying why") {

@@ -140,8 +140,65 @@ TEST_CASE("tuned configs: the Hopper forward takes kv_multicast from its entry u
   setDirectory(set, dir.path());
   set.set<int32_t>(FFPA_POLICY_HOPPER_KV_MULTICAST, 0);
   CHECK(describeForward(set, p).kernel == "sm90.forward.bf16.d512");
+  // One row tile: nothing to share, the entry's other parameter (the split) applies alone.
   const Problem oneTile(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 64, 3000, 512, 512);
   const Described single = describeForward(tuned, oneTile);
   CHECK(single.kernel == "sm90.forward.bf16.d512");
-  CHECK_LACKS(single.config, "tuned(");
+  CHECK_HAS(single.config, "split=even");
+  CHECK_HAS(single.config, "tuned(");
+  // Where there is nothing to choose (d_v 640: its two splits agree, clusters share no K and V),
+  // the entry is not consulted.
+  const Described wide = describeForward(tuned, Problem(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, 640, 640));
+  CHECK(wide.kernel == "sm90.forward.bf16.d640");
+  CHECK_LACKS(wide.config, "tuned(");
+}
+
+TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the columns from its entry") {
+  if (!buildListHas("architectures", "90a")) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  // One entry per head dim (the lookup takes the nearest), each with the split that is not the
+  // default: one CTA (d_v <= 512) skewed, clusters even; each by its own instance. Where the two
+  // splits agree (320, 640) "split" changes nothing and is not named.
+  struct Case {
+    int64_t dv;
+    int split;
+    const char* kernel;
+    const char* columns;
+  };
+  const Case cases[] = {
+      {512, 1, "sm90.forward.bf16.d512.skewed", "cluster=1 columns=192+320 split=skewed"},
+      {448, 1, "sm90.forward.bf16.d448.skewed", "columns=128+320 split=skewed"},
+      {384, 1, "sm90.forward.bf16.d384.skewed", "columns=128+256 split=skewed"},
+      {320, 1, "sm90.forward.bf16.d320", "columns=128+192 smem="},
+      {1024, 0, "sm90.forward.bf16.d1024.even", "cluster=2 columns=256+256 split=even"},
+      {896, 0, "sm90.forward.bf16.d896.even", "columns=192+256 split=even"},
+      {768, 0, "sm90.forward.bf16.d768.even", "columns=192+192 split=even"},
+      {640, 0, "sm90.forward.bf16.d640", "columns=128+192 exchange"},
+  };
+  std::string entries;
+  for (const Case& c : cases) {
+    entries += std::string(entries.empty() ? "" : ",") +
+               R"({"direction": "forward", "kernel": "sm90.forward", "dtype": "bf16", "head_dim": )" +
+               std::to_string(c.dv) + R"(, "seqlen": 4096, "config": {"split": )" + std::to_string(c.split) + "}}";
+  }
+  ConfigDirectory dir("split");
+  dir.write(fileWith(entries, R"("Described H100", "compute_capability": "9.0")"), "Described_H100.json");
+  Handle tuned;  // a described H100
+  setDirectory(tuned, dir.path());
+  Handle builtIn;
+  for (const Case& c : cases) {
+    const std::string kernel = c.kernel;
+    CAPTURE(kernel);
+    // 3000 queries: several row tiles; d_v 1008 and 432 take the 1024 and 448 instances.
+    const int64_t dv = c.dv == 1024 ? 1008 : c.dv == 448 ? 432 : c.dv;
+    const Described d = describeForward(tuned, Problem(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, dv, dv));
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel == c.kernel);
+    CHECK_HAS(d.config, c.columns);
+    // Without the file, the default split (and the unsuffixed instance).
+    const Described plain = describeForward(builtIn, Problem(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, dv, dv));
+    CHECK(plain.kernel == kernel.substr(0, kernel.find('.', std::string("sm90.forward.bf16.d").size())));
+  }
 }

@@ -19,6 +19,7 @@ struct ForwardInstance {
   bool pipeKv;        // FFPA_POLICY_REGISTERS_PIPE_KV
   bool qInRegisters;  // FFPA_POLICY_PERSIST_Q_S2R
   bool vInRegisters;  // FFPA_POLICY_PERSIST_V_S2R (one-warp-per-row-group shapes only)
+  bool wideKeys;      // 64-key tiles on the two-row-tile shape (forwardShape; "tile_keys" 64)
   const void* kernel; // the __global__ function, for cudaLaunchKernel and its attributes
 };
 

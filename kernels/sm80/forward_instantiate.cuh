@@ -12,15 +12,15 @@ struct CompiledForwardInstances {
   ForwardInstanceList& out;
 
   template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
-            bool kVInRegisters>
+            bool kVInRegisters, bool kWideKeys>
   void instance() {
     // Instances of the other parts are not even instantiated here.
-    if constexpr (forwardPartOf<Tag, kQkF16, kPvF16>() == kPart) {
+    if constexpr (forwardPartOf<Tag, kQkF16, kPvF16, kWideKeys>() == kPart) {
       ForwardInstance described = describeForwardInstance<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
-                                                          kQInRegisters, kVInRegisters>();
+                                                          kQInRegisters, kVInRegisters, kWideKeys>();
       described.kernel = reinterpret_cast<const void*>(
           &ffpa::kernels::sm80::forwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
-                                              kQInRegisters, kVInRegisters>);
+                                              kQInRegisters, kVInRegisters, kWideKeys>);
       out.push_back(described);
     }
   }

@@ -34,11 +34,12 @@ namespace ffpa::kernels::sm80 {
 using ffpa::sm80::ForwardParams;
 using ffpa::sm80::ForwardShape;
 
+// kWideKeys: KV tiles of 64 keys instead of 32 on the two-row-tile shape (forward_params.h).
 template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
-          bool kVInRegisters>
+          bool kVInRegisters, bool kWideKeys = false>
 struct ForwardKernel {
   using Element = typename Tag::Element;
-  static constexpr ForwardShape kShape = ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters);
+  static constexpr ForwardShape kShape = ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters, kWideKeys);
   static constexpr int kRowWarps = kShape.rowWarps;
   static constexpr int kRowTiles = kShape.rowTiles;  // m16 tiles of a warp's rows
   static constexpr int kColWarps = kShape.colWarps;
@@ -68,6 +69,8 @@ struct ForwardKernel {
   static_assert(!kVInRegisters || kColWarps == 1, "V fragments in registers: small d only");
   static_assert(kRowTiles == 1 || (kColWarps == 1 && !kQInRegisters),
                 "two row tiles per warp: one warp owns all columns, Q fragments come from shared memory");
+  static_assert(!kWideKeys || ffpa::sm80::hasWideKeyTiles(kHeadDimV, kQInRegisters),
+                "64-key tiles: the two-row-tile shape of d_v <= 128");
 
   // Where the CTA works: its rows (CtaRows), its (batch, head), the warp's role. Tensor
   // addresses are worked out where they are used (a few multiply-adds per pipeline step or per
@@ -513,18 +516,21 @@ struct ForwardKernel {
                                                                             p.vRowBytes, panel);
                                        });
     }
+    // Where the CTA works, worked out again rather than kept across the KV loop: at 255 registers
+    // (64-key tiles of two row tiles) ptxas spilled the coordinates there for the stores.
+    const Coordinates done = locate(p);
 #pragma unroll
-    for (int m = 0; m < kRowTiles; ++m) finish(p, c, m, stats[m], o[m]);
+    for (int m = 0; m < kRowTiles; ++m) finish(p, done, m, stats[m], o[m]);
   }
 };
 
 // The kernel entry point of an instance.
 template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
-          bool kVInRegisters>
-FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters).threads(),
-                                    ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters).threads() <= 128 ? 2 : 1)
+          bool kVInRegisters, bool kWideKeys = false>
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters, kWideKeys).threads(),
+                                    ffpa::sm80::forwardShape(kHeadDimV, kQInRegisters, kWideKeys).threads() <= 128 ? 2 : 1)
     forwardKernel(const FFPA_GRID_CONSTANT ForwardParams params) {
-  ForwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv, kQInRegisters, kVInRegisters>::run(params);
+  ForwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv, kQInRegisters, kVInRegisters, kWideKeys>::run(params);
 }
 
 }  // namespace ffpa::kernels::sm80

@@ -38,25 +38,31 @@ constexpr int roundUp16(int value) { return (value + 15) / 16 * 16; }
 // The shape of the instance compiled for value head dim `headDimV` (a multiple of 16, <= 1024).
 // Up to d_v = 256 one warp owns all columns of its rows (FlashAttention-2's split-Q; P stays in
 // registers, no exchange between warps):
-//   - up to 128: 32 rows, two m16 tiles, on 4 warps (Br = 128), KV tiles of 32 keys: each K and V
-//     fragment read from shared memory feeds two MMAs, half the shared-memory reads per MMA of
-//     16-row warps, for the same exponentials and barriers per MMA as 64-key tiles of 16 rows (64
-//     keys of two row tiles would hold 64 more registers of S and P than the 255 a thread has
-//     beside its 128 of O). With Q's fragments kept in registers (qInRegisters: d_qk / 4
-//     registers per row tile) a warp has 16 rows and 64 keys.
+//   - up to 128: 32 rows, two m16 tiles, on 4 warps (Br = 128), so that each K and V fragment
+//     read from shared memory feeds two MMAs (half the shared-memory reads per MMA of 16-row
+//     warps). KV tiles of 32 keys, or of 64 with wideKeys (FlashAttention-2's 128 x 64 tile of
+//     sm_80 and sm_90 at d = 128: half the softmax reductions, barriers and pipeline steps per MMA,
+//     for 255 registers and twice the shared memory per K and V step; hasWideKeyTiles). With Q's
+//     fragments kept in registers (qInRegisters: d_qk / 4 registers per row tile) a warp has 16
+//     rows and 64 keys.
 //   - 129 to 256: 16 rows on 8 warps (Br = 128), KV tiles of 64 keys: O is 128 fp32 registers.
 // Beyond d_v = 256 the columns are split so that a warp keeps at most 256 columns (128 fp32
 // registers) of 16 rows with 256 threads per CTA, where a thread may use up to 255 registers. (16
 // warps would cap threads at 128 registers, which O, P and the fragments of a 128-column warp
 // exceed.)
-constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false) {
+constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false, bool wideKeys = false) {
   if (headDimV <= 128) {
-    return qInRegisters ? ForwardShape{4, 1, 64, roundUp16(headDimV), 1} : ForwardShape{4, 1, 32, roundUp16(headDimV), 2};
+    if (qInRegisters) return {4, 1, 64, roundUp16(headDimV), 1};
+    return {4, 1, wideKeys ? 64 : 32, roundUp16(headDimV), 2};
   }
   if (headDimV <= 256) return {8, 1, 64, roundUp16(headDimV)};
   if (headDimV <= 512) return {4, 2, 32, roundUp16((headDimV + 1) / 2)};
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
 }
+
+// Whether the shape of d_v `headDimV` comes with 32- and 64-key tiles (forwardShape's wideKeys):
+// two row tiles per warp, d_v <= 128.
+constexpr bool hasWideKeyTiles(int headDimV, bool qInRegisters = false) { return headDimV <= 128 && !qInRegisters; }
 
 // Whether whole K and V tiles per step (coarse tiling, FFPA_POLICY_PERSIST_KV_G2S) serve a problem
 // of these head dims on an instance of this shape: d_qk and d_v up to 256 (seed 000's bound) on an
@@ -127,6 +133,7 @@ struct PipelineChoice {
   bool swizzleQ = true;
   bool swizzleK = true;
   bool swizzleV = true;
+  int tileKeys = 0;         // keys per KV tile where the shape comes with 32 and 64 (0: the default)
 };
 
 // Fills the pipeline and layout fields of `p` (headDimQk and headDimV must be set) and returns the

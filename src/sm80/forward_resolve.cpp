@@ -22,10 +22,11 @@ slices::SlicedAxis slicedRows(const ForwardLaunch& launch, const AttentionProble
 }
 
 const ForwardInstance* findInstance(int headDimV, ffpaDataType_t dtype, ffpaAccumulator_t accumulator,
-                                    bool pipeKv, bool qInRegisters, bool vInRegisters) {
+                                    bool pipeKv, bool qInRegisters, bool vInRegisters, bool wideKeys = false) {
   for (const ForwardInstance& i : forwardInstances()) {
     if (i.headDimV == headDimV && i.dtype == dtype && i.accumulator == accumulator &&
-        i.pipeKv == pipeKv && i.qInRegisters == qInRegisters && i.vInRegisters == vInRegisters) {
+        i.pipeKv == pipeKv && i.qInRegisters == qInRegisters && i.vInRegisters == vInRegisters &&
+        i.wideKeys == wideKeys) {
       return &i;
     }
   }
@@ -47,10 +48,12 @@ int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t a
 }  // namespace
 
 std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const AttentionProblem& problem,
-                                                     const ForwardShape& shape, bool qInRegisters) {
+                                                     const ForwardShape& shape, bool qInRegisters,
+                                                     bool tileKeysChoice) {
   // Q kept in registers is loaded through the persisted tile: persist_q stays on then.
   const bool persistableQ = problem.headDimQk <= 320;
   const bool persistableKv = coarseTiling(shape, problem.headDimQk, problem.headDimV);
+  const int keys = shape.keys();
   return {
       {"stages", 1, maxCompiledStages(), 1, FFPA_POLICY_STAGES, [&c](int64_t v) { c.stages = int(v); }},
       {"qk_step", 16, 128, 16, std::nullopt, [&c](int64_t v) { c.qkPanelsPerStep = int(v / 16); }},
@@ -63,7 +66,18 @@ std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const At
        }},
       {"persist_kv", 0, 1, 1, FFPA_POLICY_PERSIST_KV_G2S,
        [&c, persistableKv](int64_t v) { c.persistKv = persistableKv && v != 0; }},
+      {"tile_keys", tileKeysChoice ? 32 : keys, tileKeysChoice ? 64 : keys, 32, std::nullopt,
+       [&c](int64_t v) { c.tileKeys = int(v); }},
   };
+}
+
+bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, int64_t headDimQk, int64_t headDimV) {
+  ForwardParams scratch{};
+  scratch.headDimQk = static_cast<int32_t>(headDimQk);
+  scratch.headDimV = static_cast<int32_t>(headDimV);
+  const int64_t bytes = forwardLayout(forwardShape(static_cast<int>(headDimV), false, true), choice, scratch);
+  constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
+  return 2 * (bytes + kReservedPerBlock) <= device.sharedMemPerSm;
 }
 
 ForwardResolution resolveForward(const PlanRequest& r) {
@@ -126,7 +140,19 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   c.persistQ = qInRegisters || (policy.flag(FFPA_POLICY_PERSIST_Q_G2S) && problem.headDimQk <= 320);
   c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && coarseTiling(d.shape, problem.headDimQk, problem.headDimV);
   // A tuned config (or autotune candidate) sets what the caller left at its default.
-  applyTunedConfig(r, kForwardVariantName, forwardLaunchParameters(c, problem, d.shape, qInRegisters), d.notes);
+  const ForwardInstance* wide =
+      hasWideKeyTiles(headDimV, qInRegisters) && vInRegisters && !pipeKv
+          ? findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true)
+          : nullptr;
+  d.tileKeysChoice = wide != nullptr;
+  applyTunedConfig(r, kForwardVariantName,
+                   forwardLaunchParameters(c, problem, d.shape, qInRegisters, d.tileKeysChoice), d.notes);
+  // 64-key tiles where the config asks for them, else where they are the device's default.
+  if (wide != nullptr && (c.tileKeys == 0 ? wideKeysByDefault(r.device, c, problem.headDimQk, problem.headDimV)
+                                          : c.tileKeys == 64)) {
+    d.instance = wide;
+    d.shape = forwardShape(headDimV, qInRegisters, true);
+  }
 
   ForwardParams& p = d.layout;
   p.headDimQk = static_cast<int32_t>(problem.headDimQk);

@@ -25,6 +25,7 @@ struct ForwardLaunch {
   bool gridDnhb = false;
   uint32_t grid[3] = {1, 1, 1};
   std::string notes;  // adaptations of knobs left at their defaults, e.g. " stages=1(fit)"
+  bool tileKeysChoice = false;  // the instance comes with 32- and 64-key tiles ("tile_keys")
 };
 
 // Either a decision or the reason there is none (not applicable, or a knob combination refused).
@@ -34,9 +35,18 @@ struct ForwardResolution {
 };
 
 // The forward's tunable launch parameters (stages, qk_step, v_step, prefetch, smem_share,
-// persist_q, persist_kv), writing into `choice`, for the instance of tile shape `shape`.
+// persist_q, persist_kv, tile_keys), writing into `choice`, for the instance of tile shape
+// `shape`; `tileKeysChoice`: whether 64-key tiles are compiled beside the shape's 32 (else
+// tile_keys takes the shape's Bc only).
 std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& choice, const AttentionProblem& problem,
-                                                     const ForwardShape& shape, bool qInRegisters);
+                                                     const ForwardShape& shape, bool qInRegisters,
+                                                     bool tileKeysChoice = false);
+
+// Whether the 64-key tiles are the default for `shape`'s two-row-tile problem on `device`: where
+// two CTAs of their layout (`choice`) still fit an SM's shared memory, as FlashAttention-2's
+// 128 x 64 tiles do on sm_80 and sm_90 at d = 128 (on an H100 with two stages; on an A100 or an
+// sm_86/89 GPU the 32-key tiles keep two CTAs per SM instead).
+bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, int64_t headDimQk, int64_t headDimV);
 
 // Resolves against this build's instances (forwardInstances()) and the request's device.
 ForwardResolution resolveForward(const PlanRequest& request);

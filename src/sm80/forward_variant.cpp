@@ -54,8 +54,9 @@ Plan plan(const PlanRequest& r) {
 }
 
 // Runtime autotune's search space around the built-in defaults: fast varies the stage count and
-// the step widths a little; max tries every compiled stage count and step width, with prefetch and
-// the persistence choices.
+// the step widths a little (not at all with whole K and V tiles per step, where they change
+// nothing); max tries every compiled stage count and step width, with prefetch and the
+// persistence choices; both try 32- and 64-key tiles where the instance comes with both.
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const tuning::LaunchConfig none;
   PlanRequest defaults = r;
@@ -67,13 +68,17 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const int qkLimit = std::min<int>(128, static_cast<int>(r.problem.headDimQk));
   const int vLimit = std::min(64, d.shape.warpColumns);
   const int qkDefault = d.layout.qkPanelsPerStep * 16;
-  std::vector<int> stages, qkSteps, vSteps = {16, 32, 64}, prefetch = {1}, persistQ = {-1}, persistKv = {-1};
+  std::vector<int> stages, qkSteps, vSteps = {16, 32, 64}, prefetch = {1}, persistQ = {-1}, persistKv = {-1},
+                   tileKeys = {-1};
+  if (d.tileKeysChoice) tileKeys = {32, 64};
   for (int s = 1; s <= (max ? maxCompiledStages() : std::min(2, maxCompiledStages())); ++s) stages.push_back(s);
   if (max) {
     qkSteps = {16, 32, 64, 128};
     prefetch = {0, 1};
     if (r.problem.headDimQk <= 320) persistQ = {0, 1};
     if (coarseTiling(d.shape, r.problem.headDimQk, r.problem.headDimV)) persistKv = {0, 1};
+  } else if (d.choice.persistKv) {
+    qkSteps = vSteps = {-1};  // not named
   } else {
     // The default and its neighbours on both sides, half and twice it (whole panels within the
     // limits; the others are dropped below).
@@ -85,13 +90,19 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
       for (int v : vSteps)
         for (int f : prefetch)
           for (int pq : persistQ)
-            for (int pkv : persistKv) {
-              if (qk < 16 || qk % 16 != 0 || qk > qkLimit || v > vLimit) continue;
-              tuning::LaunchConfig c{{"stages", s}, {"qk_step", qk}, {"v_step", v}, {"prefetch", f}};
-              if (pq >= 0) c["persist_q"] = pq;
-              if (pkv >= 0) c["persist_kv"] = pkv;
-              configs.push_back(std::move(c));
-            }
+            for (int pkv : persistKv)
+              for (int keys : tileKeys) {
+                if (qk != -1 && (qk < 16 || qk % 16 != 0 || qk > qkLimit || v > vLimit)) continue;
+                tuning::LaunchConfig c{{"stages", s}, {"prefetch", f}};
+                if (qk != -1) {
+                  c["qk_step"] = qk;
+                  c["v_step"] = v;
+                }
+                if (pq >= 0) c["persist_q"] = pq;
+                if (pkv >= 0) c["persist_kv"] = pkv;
+                if (keys >= 0) c["tile_keys"] = keys;
+                configs.push_back(std::move(c));
+              }
   return configs;
 }
 
@@ -104,6 +115,7 @@ std::string instanceName(const ForwardInstance& instance) {
   if (instance.pipeKv) name += ".pipe_kv";
   if (instance.qInRegisters) name += ".q_s2r";
   if (instance.vInRegisters) name += ".v_s2r";
+  if (instance.wideKeys) name += ".bc64";
   return name;
 }
 

@@ -10,9 +10,14 @@
 //   - element offsets past 2^31, checked on sampled rows.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -886,6 +891,123 @@ TEST_CASE("sm90 forward: element offsets past 2^31 (sampled rows against float64
   check_large_offsets(make_config(attention_shape(65, 64, 8, 1024, 700, 512, 512, CausalMask::bottom_right),
                                   DType::float16, LayoutKind::bnhd, 0.0),
                       45100, true);
+}
+
+// A directory holding one tuned-config file for this GPU, named as docs/tuned-configs.rst says
+// (the device name, characters other than letters, digits, '.', '-' and '_' replaced by '_'),
+// with the given entries; removed with the object.
+class TunedConfigDirectory {
+ public:
+  TunedConfigDirectory(const std::string& name, const std::string& entries)
+      : path_(std::filesystem::temp_directory_path() /
+              ("ffpa-device-tuned-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+    int device = 0;
+    cudaDeviceProp properties{};
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+    std::string file = properties.name;
+    for (char& c : file) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+    }
+    std::ofstream(path_ / (file + ".json"))
+        << R"({"schema_version": 1, "device": {"name": ")" << properties.name
+        << R"("}, "autotune_mode": "fast", "entries": [)" << entries << "]}";
+  }
+  ~TunedConfigDirectory() { std::filesystem::remove_all(path_); }
+  TunedConfigDirectory(const TunedConfigDirectory&) = delete;
+  TunedConfigDirectory& operator=(const TunedConfigDirectory&) = delete;
+
+  // A handle that reads its tuned configs here.
+  void use(Handle& handle) const {
+    const std::string dir = path_.string();
+    check(ffpaSetPolicy(handle.get(), FFPA_POLICY_TUNED_CONFIG_DIR, dir.c_str(), dir.size() + 1),
+          "ffpaSetPolicy(FFPA_POLICY_TUNED_CONFIG_DIR)");
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// One entry of a tuned-config file: the forward of `kernel` at `dtype` and `head_dim`, `config`.
+std::string forward_entry(const char* kernel, const char* dtype, int head_dim, const std::string& config) {
+  return std::string(R"({"direction": "forward", "kernel": ")") + kernel + R"(", "dtype": ")" + dtype +
+         R"(", "head_dim": )" + std::to_string(head_dim) + R"(, "seqlen": 4096, "config": )" + config + "}";
+}
+
+// Runs `test` on `handle`, which must plan `kernel` for it, against float64 attention with the
+// bounds of fp32 accumulation.
+void check_planned_forward(Handle& handle, Workspace& workspace, const TestCase& test, const std::string& kernel) {
+  const std::string context = test.to_string() + " [" + kernel + "]";
+  if (!runs_on_this_build(context, test.config.problem.dim_v)) return;
+  DeviceProblem problem(test.config);
+  problem.fill_inputs(test.start);
+  const std::string planned = planned_kernel(handle, descriptors_of(problem, test.with_lse));
+  CHECK_MESSAGE(planned == kernel, context << ": planned " << planned);
+  if (planned != kernel) return;
+  problem.forward(handle, workspace, test.with_lse);
+  const CpuForward exact = cpu_forward(problem);
+  const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
+  check_fast_outputs(context, problem, test.with_lse, exact,
+                     fast_bounds(test.config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+}
+
+TEST_CASE("launch parameters no knob sets: every instance a tuned config picks computes correctly") {
+  Workspace workspace;
+  // The mma.sync forward at d_v <= 128: 32- and 64-key tiles (tile_keys), whichever the device's
+  // default is; tails, both causal alignments, GQA, both dtypes.
+  const TestCase small[] = {
+      {make_config(attention_shape(1, 4, 2, 300, 700, 128, 128, CausalMask::bottom_right), DType::float16,
+                   LayoutKind::bhnd, 0.0),
+       true, 46400},
+      {make_config(attention_shape(2, 2, 1, 257, 193, 96, 112, CausalMask::top_left), DType::bfloat16,
+                   LayoutKind::bnhd, 0.0),
+       true, 46401},
+  };
+  for (const int keys : {32, 64}) {
+    const std::string config = R"({"tile_keys": )" + std::to_string(keys) + "}";
+    const TunedConfigDirectory dir("tile-keys-" + std::to_string(keys),
+                                   forward_entry("sm80.forward", "fp16", 128, config) + "," +
+                                       forward_entry("sm80.forward", "bf16", 128, config));
+    Handle handle;
+    dir.use(handle);
+    for (const TestCase& test : small) {
+      const char* dtype = test.config.dtype == DType::float16 ? "f16" : "bf16";
+      check_planned_forward(handle, workspace, test,
+                            std::string("sm80.forward.") + dtype + ".d128.acc_f32.v_s2r" + (keys == 64 ? ".bc64" : ""));
+    }
+  }
+  if (!hopper_runs_here()) return;
+  // The Hopper forward with the split of the columns between its consumers that is not the
+  // default: one CTA skewed (consumer 1 with 320 columns at d_v 512), clusters even.
+  const std::string skewed = R"({"split": 1})", even = R"({"split": 0})";
+  const TunedConfigDirectory dir(
+      "split", forward_entry("sm90.forward", "bf16", 512, skewed) + "," + forward_entry("sm90.forward", "fp16", 448, skewed) +
+                   "," + forward_entry("sm90.forward", "bf16", 1024, even) + "," +
+                   forward_entry("sm90.forward", "fp16", 768, even));
+  Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+  dir.use(handle);
+  const std::pair<TestCase, const char*> cases[] = {
+      {{make_config(attention_shape(1, 4, 2, 300, 700, 576, 512, CausalMask::bottom_right), DType::bfloat16,
+                    LayoutKind::bhnd, 0.0),
+        true, 46410},
+       "sm90.forward.bf16.d512.skewed"},
+      {{make_config(attention_shape(2, 2, 1, 257, 193, 448, 432, CausalMask::top_left), DType::float16,
+                    LayoutKind::bnhd, 0.0),
+        true, 46411},
+       "sm90.forward.f16.d448.skewed"},
+      {{make_config(attention_shape(1, 2, 1, 200, 333, 1024, 1008, CausalMask::none), DType::bfloat16,
+                    LayoutKind::padded_aligned, 0.0),
+        true, 46412},
+       "sm90.forward.bf16.d1024.even"},
+      {{make_config(attention_shape(1, 3, 3, 129, 70, 768, 768, CausalMask::bottom_right), DType::float16,
+                    LayoutKind::bhnd, 0.0),
+        false, 46413},
+       "sm90.forward.f16.d768.even"},
+  };
+  for (const auto& [test, kernel] : cases) check_planned_forward(handle, workspace, test, kernel);
 }
 
 TEST_SUITE_END();

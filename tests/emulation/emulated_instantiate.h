@@ -25,10 +25,10 @@ void runEmulated(const ffpa::emulation::Config& config, const Params& params, in
 }
 
 template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
-          bool kVInRegisters>
+          bool kVInRegisters, bool kWideKeys>
 void runEmulatedForward(const ffpa::emulation::Config& config, const ffpa::sm80::ForwardParams& params) {
   using Kernel = ffpa::kernels::sm80::ForwardKernel<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
-                                                    kQInRegisters, kVInRegisters>;
+                                                    kQInRegisters, kVInRegisters, kWideKeys>;
   runEmulated<Kernel>(config, params, Kernel::kThreads);
 }
 
@@ -55,12 +55,12 @@ struct EmulatedForwardInstances {
   EmulatedForwardList& out;
 
   template <class Tag, int kHeadDimV, bool kQkF16, bool kPvF16, bool kPipeKv, bool kQInRegisters,
-            bool kVInRegisters>
+            bool kVInRegisters, bool kWideKeys>
   void instance() {
     out.push_back({ffpa::sm80::describeForwardInstance<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv,
-                                                       kQInRegisters, kVInRegisters>(),
+                                                       kQInRegisters, kVInRegisters, kWideKeys>(),
                    &runEmulatedForward<Tag, kHeadDimV, kQkF16, kPvF16, kPipeKv, kQInRegisters,
-                                       kVInRegisters>});
+                                       kVInRegisters, kWideKeys>});
   }
 };
 

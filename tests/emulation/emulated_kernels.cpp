@@ -15,7 +15,7 @@ namespace {
 bool sameInstance(const ffpa::sm80::ForwardInstance& a, const ffpa::sm80::ForwardInstance& b) {
   return a.headDimV == b.headDimV && a.dtype == b.dtype && a.accumulator == b.accumulator &&
          a.pipeKv == b.pipeKv && a.qInRegisters == b.qInRegisters &&
-         a.vInRegisters == b.vInRegisters;
+         a.vInRegisters == b.vInRegisters && a.wideKeys == b.wideKeys;
 }
 
 bool sameInstance(const ffpa::sm80::BackwardInstance& a, const ffpa::sm80::BackwardInstance& b) {

@@ -53,6 +53,8 @@ TEST_CASE("every compiled instance is planned by its knobs and computes attentio
                {FFPA_POLICY_REGISTERS_PIPE_KV, i.pipeKv},
                {FFPA_POLICY_PERSIST_Q_S2R, i.qInRegisters},
                {FFPA_POLICY_PERSIST_V_S2R, i.vInRegisters}};
+    // 32- or 64-key tiles where the shape comes with both (the launch parameter, not a knob).
+    if (ffpa::sm80::hasWideKeyTiles(i.headDimV, i.qInRegisters)) c.launchConfig = {{"tile_keys", i.wideKeys ? 64 : 32}};
     // Q fragments in registers serve d_qk <= 128 only.
     const int dimQk = i.qInRegisters ? 128 : i.headDimV;
     c.shape = problem(1, 2, index % 2 ? 1 : 2, 70, 100, dimQk, i.headDimV, kMasks[index % 3]);
@@ -74,6 +76,7 @@ TEST_CASE("the fp32-accumulator instances compute the same attention under shuff
     AttentionCase c;
     c.dtype = i.dtype == FFPA_DATA_TYPE_FLOAT16 ? DType::float16 : DType::bfloat16;
     c.knobs = {{FFPA_POLICY_PERSIST_V_S2R, i.vInRegisters}};
+    if (ffpa::sm80::hasWideKeyTiles(i.headDimV)) c.launchConfig = {{"tile_keys", i.wideKeys ? 64 : 32}};
     c.shape = problem(1, 2, 1, 70, 130, i.headDimV, i.headDimV, kMasks[index % 3]);
     c.layout = kLayouts[index % 3];
     c.start = 300 + index;
@@ -201,6 +204,11 @@ TEST_CASE("every value of the launch parameters tuned configs set computes the s
         c.dtype = index % 2 ? DType::bfloat16 : DType::float16;
         c.launchConfig = {{"qk_step", qkStep}, {"v_step", vStep}, {"stages", 1 + index % 2},
                           {"prefetch", (index / 2) % 2}};
+        // d = 128 in fine steps (whole tiles would ignore the widths), 32- and 64-key tiles in turn.
+        if (d == 128) {
+          c.launchConfig["persist_kv"] = 0;
+          c.launchConfig["tile_keys"] = (index / 4) % 2 ? 64 : 32;
+        }
         c.start = 9000 + index;
         ++index;
         runAndCheckForward(c);

@@ -192,9 +192,43 @@ TEST_CASE("default pipeline steps hold about 32 MMAs per warp and halve to keep 
   // Stages the caller set stay; the default steps still halve to make room for them.
   ada.set<int32_t>(FFPA_POLICY_STAGES, 2);
   CHECK_HAS(describeForward(ada, large()).config, "steps/2(fit)");
-  // d = 128 in fine steps: two row tiles of 32 keys (8 MMAs per panel), so 4 Q K^T panels.
+  // d = 128 in fine steps: the A100 holds two CTAs of 64-key tiles then, which become the default;
+  // two row tiles of 64 keys are 16 MMAs per panel, so 2 Q K^T panels (32-key tiles: 4).
   a100.set<int32_t>(FFPA_POLICY_PERSIST_KV_G2S, 0);
-  CHECK_HAS(describeForward(a100, small()).config, "qk_step=64");
+  const Described fine = describeForward(a100, small());
+  CHECK_HAS(fine.config, "Bc=64");
+  CHECK_HAS(fine.config, "qk_step=32");
+}
+
+TEST_CASE("d_v <= 128: 64-key tiles where an SM holds two CTAs of them, 32-key tiles elsewhere, tile_keys decides") {
+  REQUIRE_COMPILED(128);
+  // An H100 holds two CTAs of the 64-key layout with two stages (99072 bytes); an A100 (164 KiB
+  // per SM) and an Ada GPU (100 KiB) do not, and keep two CTAs of 32-key tiles.
+  Handle h100;  // the Hopper kernels do not serve d_v 128: the mma.sync kernel runs there
+  const Described wide = describeForward(h100, small());
+  CHECK(wide.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r.bc64");
+  CHECK_HAS(wide.config, "Br=128 Bc=64 warps=4x1 threads=128 warp_rows=32");
+  CHECK_HAS(wide.config, "stages=2");
+  CHECK_HAS(wide.config, "smem=99072B");
+  for (const ffpaDeviceDesc_t& device : {describedA100(), describedAda()}) {
+    Handle narrow(device);
+    const Described d = describeForward(narrow, small());
+    CHECK(d.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");
+    CHECK_HAS(d.config, "Br=128 Bc=32");
+  }
+  // One stage: the 64-key layout fits twice on the A100 too.
+  Handle staged(describedA100());
+  staged.set<int32_t>(FFPA_POLICY_STAGES, 1);
+  CHECK(describeForward(staged, small()).kernel == "sm80.forward.f16.d128.acc_f32.v_s2r.bc64");
+  // bf16 alike; other accumulators and fragment handlings have 32-key tiles only.
+  const Problem bf16(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
+  CHECK(describeForward(h100, bf16).kernel == "sm80.forward.bf16.d128.acc_f32.v_s2r.bc64");
+  Handle piped;
+  piped.set<int32_t>(FFPA_POLICY_REGISTERS_PIPE_KV, 1);
+  CHECK(describeForward(piped, small()).kernel == "sm80.forward.f16.d128.acc_f32.pipe_kv.v_s2r");
+  Handle half;
+  half.set<int32_t>(FFPA_POLICY_ACCUMULATOR, FFPA_ACCUMULATOR_F16);
+  CHECK(describeForward(half, small()).kernel == "sm80.forward.f16.d128.acc_f16.v_s2r");
 }
 
 TEST_CASE("problems outside the fast kernels' domain go to the reference, saying why") {

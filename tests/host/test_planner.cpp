@@ -383,4 +383,13 @@ TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step
   }
   std::sort(qkSteps.begin(), qkSteps.end());
   CHECK(qkSteps == std::vector<int64_t>{64, 128});
+  // d = 128: whole K and V tiles per step (no step widths to try), 32- and 64-key tiles, one and
+  // two stages.
+  const PlanRequest small{packedProblem(128), policy, a100, nullptr};
+  const std::vector<tuning::LaunchConfig> configs = sm80->candidates(small);
+  CHECK(configs.size() == 4);
+  for (const tuning::LaunchConfig& c : configs) {
+    CHECK(c.count("qk_step") == 0);
+    CHECK(c.count("tile_keys") == 1);
+  }
 }

@@ -153,6 +153,26 @@ TEST_CASE("tuned configs: the Hopper forward takes kv_multicast from its entry u
   CHECK_LACKS(wide.config, "tuned(");
 }
 
+TEST_CASE("tuned configs: tile_keys picks 32- or 64-key tiles of the mma.sync forward where both are compiled") {
+  REQUIRE_COMPILED(128, 256);
+  ConfigDirectory dir("tile-keys");
+  dir.write(fileWith(R"({"direction": "forward", "kernel": "sm80.forward", "dtype": "fp16", "head_dim": 128,
+    "seqlen": 4096, "config": {"tile_keys": 64}},
+    {"direction": "forward", "kernel": "sm80.forward", "dtype": "fp16", "head_dim": 256,
+    "seqlen": 4096, "config": {"tile_keys": 32}})"));
+  Handle a100(describedA100());  // 32-key tiles by default there
+  setDirectory(a100, dir.path());
+  const Problem d128(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 3000, 3000, 128, 128);
+  const Described wide = describeForward(a100, d128);
+  CHECK(wide.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r.bc64");
+  CHECK_HAS(wide.config, "Bc=64");
+  CHECK_HAS(wide.config, "tuned(");
+  // d_v 256 has 64-key tiles only: the entry's 32 is ignored (the plan keeps its shape).
+  const Described d256 = describeForward(a100, Problem(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 3000, 3000, 256, 256));
+  CHECK(d256.kernel == "sm80.forward.f16.d256.acc_f32.v_s2r");
+  CHECK_HAS(d256.config, "Bc=64");
+}
+
 TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the columns from its entry") {
   if (!buildListHas("architectures", "90a")) {
     MESSAGE("skipped: this build compiles no sm_90a code");

@@ -155,7 +155,7 @@ struct ForwardKernel {
       // the warp's last panel holds fewer.
       const int firstPanel = (inTile - p.qkSteps) * p.vPanelsPerStep;
       copyStepPanels<kKeys, kThreads, kMaxValueStepPanels, kColWarps, kShape.warpColumns, true>(
-          base, p.vRowBytes, min2(p.vPanelsPerStep, kOutPanels - firstPanel), valueRows(p, c, firstKey),
+          base, p.vRowBytes, min2(p.vPanelsPerStep, p.vPanels - firstPanel), valueRows(p, c, firstKey),
           p.vStrides[2], p.seqKv - firstKey, firstPanel * 16, p.headDimV);
     }
   }
@@ -510,7 +510,7 @@ struct ForwardKernel {
       const uint32_t vPanelStride = uint32_t(kColWarps * kKeys * p.vRowBytes);
       // The lane's address in the warp's V panel of column warp colWarp's interleaved ones.
       const uint32_t vLane = uint32_t(c.colWarp * kKeys * p.vRowBytes) + laneOffsetA(p.vRowBytes, 0);
-      forEachStepPanelPair<kOutPanels>(pipe, kOutPanels, p.vPanelsPerStep, vPanelStride,
+      forEachStepPanelPair<kOutPanels>(pipe, p.vPanels, p.vPanelsPerStep, vPanelStride,
                                        [&](uint32_t vPanel, int panel, auto pair) {
                                          valuePanels<decltype(pair)::value>(o, pFrag, vPanel + vLane, vPanelStride,
                                                                             p.vRowBytes, panel);

@@ -106,6 +106,7 @@ struct ForwardParams : ProblemSizes {
   StepRings rings;
   int32_t qkPanelsPerStep;
   int32_t vPanelsPerStep;
+  int32_t vPanels;  // the V panels per column warp P V computes: column warp 0's below d_v
   int32_t qkSteps;  // steps per KV tile of each kind (worked out here: a division in the kernel
   int32_t vSteps;   // costs some 20 instructions, and a step is issued a few times per tile)
   int32_t persistQ;        // the Q tile is loaded once into shared memory (d_qk <= 320)
@@ -140,11 +141,15 @@ struct PipelineChoice {
 // dynamic shared memory it needs.
 inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& choice, ForwardParams& p) {
   const int qkPanels = p.headDimQk / 16;
+  // P V computes the panels of O's columns below d_v only (column warp 0 has the most of them):
+  // an instance of a wider d_v skips the others, whose columns are never stored.
   const int warpPanels = shape.warpColumns / 16;
+  const int headDimVPanels = (p.headDimV + 15) / 16;
+  p.vPanels = headDimVPanels < warpPanels ? headDimVPanels : warpPanels;
   const int panelMmas = shape.rowTiles * shape.keysPerWarp / 8;  // m16n8k16 MMAs per warp per Q K^T panel
   if (choice.persistKv) {
     p.qkPanelsPerStep = qkPanels;
-    p.vPanelsPerStep = warpPanels;
+    p.vPanelsPerStep = p.vPanels;
   } else {
     // About 32 MMAs per warp between two block barriers by default: a step's issue (its copies,
     // the wait and the barrier) costs about as many instructions as 16 MMAs with their ldmatrix,
@@ -154,13 +159,13 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
     p.qkPanelsPerStep = choice.qkPanelsPerStep > 0 ? choice.qkPanelsPerStep : qkDefault;
     p.vPanelsPerStep = choice.vPanelsPerStep > 0 ? choice.vPanelsPerStep : 4;
     if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;
-    if (p.vPanelsPerStep > warpPanels) p.vPanelsPerStep = warpPanels;
+    if (p.vPanelsPerStep > p.vPanels) p.vPanelsPerStep = p.vPanels;
   }
   // What the kernel's copies are unrolled for (the launch parameters' ranges keep within it).
   if (p.qkPanelsPerStep > maxScoreStepPanels(shape)) p.qkPanelsPerStep = maxScoreStepPanels(shape);
   if (p.vPanelsPerStep > maxValueStepPanels(shape)) p.vPanelsPerStep = maxValueStepPanels(shape);
   p.qkSteps = (qkPanels + p.qkPanelsPerStep - 1) / p.qkPanelsPerStep;
-  p.vSteps = (warpPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
+  p.vSteps = (p.vPanels + p.vPanelsPerStep - 1) / p.vPanelsPerStep;
   p.persistQ = choice.persistQ;
   p.qRowBytes = choice.swizzleQ ? 32 : 48;
   p.kRowBytes = choice.swizzleK ? 32 : 48;

@@ -200,6 +200,20 @@ TEST_CASE("default pipeline steps hold about 32 MMAs per warp and halve to keep 
   CHECK_HAS(fine.config, "qk_step=32");
 }
 
+TEST_CASE("P V covers only the output panels below d_v on an instance of a wider d_v") {
+  REQUIRE_COMPILED(128);
+  // d_v 80 runs on the d_v 128 instance (no build compiles 80): whole tiles of 5 V panels, not 8,
+  // so less shared memory; in fine steps the last step holds one panel.
+  Handle a100(describedA100());
+  const Problem narrow(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 80);
+  const Described whole = describeForward(a100, narrow);
+  CHECK(whole.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");
+  CHECK_HAS(whole.config, "v_step=80");
+  CHECK_HAS(whole.config, "smem=60160B");  // 66304 with all 8 panels of V
+  a100.set<int32_t>(FFPA_POLICY_PERSIST_KV_G2S, 0);
+  CHECK_HAS(describeForward(a100, narrow).config, "v_step=64");
+}
+
 TEST_CASE("d_v <= 128: 64-key tiles where an SM holds two CTAs of them, 32-key tiles elsewhere, tile_keys decides") {
   REQUIRE_COMPILED(128);
   // An H100 holds two CTAs of the 64-key layout with two stages (99072 bytes); an A100 (164 KiB

@@ -233,18 +233,19 @@ Request takeKeyTwin(ByteReader& in, const Request& original) {
   }
   twin.device.name = "another device";
   twin.device.globalMemBytes = 1 + in.take<uint32_t>();
-  twin.device.sharedMemPerSm = twin.device.sharedMemPerBlockOptin + in.take<uint16_t>();
   return twin;
 }
 
 // A request that differs in one thing the key must tell apart.
 Request takeKeyRival(ByteReader& in, const Request& original) {
   Request rival = original;
-  switch (in.takeIndex(5)) {
+  switch (in.takeIndex(6)) {
     case 0: rival.problem.causal = static_cast<ffpaCausalMode_t>((rival.problem.causal + 1) % 3); break;
     case 1: rival.problem.seqKv ^= 1; break;
     case 2: rival.problem.k[2] += 1; break;
     case 3: rival.device.smVersion += 1; break;
+    // How many CTAs share an SM decides some defaults (the mma.sync forward's 64-key tiles).
+    case 4: rival.device.sharedMemPerSm += 1024; break;
     default:
       rival.policy.setValue(FFPA_POLICY_REFERENCE_BACKEND, !rival.policy.flag(FFPA_POLICY_REFERENCE_BACKEND));
       break;

@@ -80,6 +80,16 @@ constexpr int maxValueStepPanels(const ForwardShape& shape) {
   return shape.maxHeadDimV() <= 256 ? shape.warpColumns / 16 : 4;
 }
 
+// The Q K^T panels of a default step (forwardLayout): about 32 MMAs per warp between two block
+// barriers. A step's issue (its copies, the wait and the barrier) costs about as many
+// instructions as 16 MMAs with their ldmatrix, and a larger step also lets a copy's latency pass
+// behind more MMAs. (The planner halves it where two stages of such steps do not fit the
+// device's shared memory.)
+constexpr int defaultScoreStepPanels(const ForwardShape& shape) {
+  const int panelMmas = shape.rowTiles * shape.keysPerWarp / 8;  // m16n8k16 MMAs per warp per panel
+  return 32 / panelMmas < 8 ? 32 / panelMmas : 8;
+}
+
 // Launch parameters, passed by value. Strides are in elements, in [batch, head, row] order (the
 // head-dim stride is 1). Shared-memory offsets are bytes from the start of dynamic shared memory.
 struct ForwardParams : ProblemSizes {
@@ -146,17 +156,11 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
   const int warpPanels = shape.warpColumns / 16;
   const int headDimVPanels = (p.headDimV + 15) / 16;
   p.vPanels = headDimVPanels < warpPanels ? headDimVPanels : warpPanels;
-  const int panelMmas = shape.rowTiles * shape.keysPerWarp / 8;  // m16n8k16 MMAs per warp per Q K^T panel
   if (choice.persistKv) {
     p.qkPanelsPerStep = qkPanels;
     p.vPanelsPerStep = p.vPanels;
   } else {
-    // About 32 MMAs per warp between two block barriers by default: a step's issue (its copies,
-    // the wait and the barrier) costs about as many instructions as 16 MMAs with their ldmatrix,
-    // and a larger step also lets a copy's latency pass behind more MMAs. (The planner halves
-    // these where two stages of them do not fit the device's shared memory.)
-    const int qkDefault = 32 / panelMmas < 8 ? 32 / panelMmas : 8;
-    p.qkPanelsPerStep = choice.qkPanelsPerStep > 0 ? choice.qkPanelsPerStep : qkDefault;
+    p.qkPanelsPerStep = choice.qkPanelsPerStep > 0 ? choice.qkPanelsPerStep : defaultScoreStepPanels(shape);
     p.vPanelsPerStep = choice.vPanelsPerStep > 0 ? choice.vPanelsPerStep : 4;
     if (p.qkPanelsPerStep > qkPanels) p.qkPanelsPerStep = qkPanels;
     if (p.vPanelsPerStep > p.vPanels) p.vPanelsPerStep = p.vPanels;

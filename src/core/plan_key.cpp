@@ -16,6 +16,7 @@ PlanKey PlanKey::make(const AttentionProblem& p, const Policy& policy, const Dev
   key.push(device.smVersion);
   key.push(device.smCount);
   key.push(device.sharedMemPerBlockOptin);
+  key.push(device.sharedMemPerSm);  // the CTAs per SM some defaults keep (the mma.sync forward's tiles)
 
   key.push(static_cast<int64_t>(p.direction));
   key.push(p.dtype);

@@ -72,12 +72,18 @@ std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const At
 }
 
 bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, int64_t headDimQk, int64_t headDimV) {
-  ForwardParams scratch{};
-  scratch.headDimQk = static_cast<int32_t>(headDimQk);
-  scratch.headDimV = static_cast<int32_t>(headDimV);
-  const int64_t bytes = forwardLayout(forwardShape(static_cast<int>(headDimV), false, true), choice, scratch);
-  constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
-  return 2 * (bytes + kReservedPerBlock) <= device.sharedMemPerSm;
+  // CTAs of a layout per SM, as shared memory allows: at most 2, what the registers of 128 threads
+  // at up to 255 registers each allow (both tiles' launch bounds).
+  const auto ctasPerSm = [&](bool wideKeys) -> int64_t {
+    ForwardParams scratch{};
+    scratch.headDimQk = static_cast<int32_t>(headDimQk);
+    scratch.headDimV = static_cast<int32_t>(headDimV);
+    const int64_t bytes = forwardLayout(forwardShape(static_cast<int>(headDimV), false, wideKeys), choice, scratch);
+    constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
+    if (bytes > device.sharedMemPerBlockOptin) return 0;
+    return std::min<int64_t>(2, device.sharedMemPerSm / (bytes + kReservedPerBlock));
+  };
+  return ctasPerSm(true) >= ctasPerSm(false);
 }
 
 ForwardResolution resolveForward(const PlanRequest& r) {

@@ -67,7 +67,11 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const bool max = r.policy.value(FFPA_POLICY_AUTOTUNE_MODE) == FFPA_AUTOTUNE_MODE_MAX;
   const int qkLimit = std::min<int>(128, static_cast<int>(r.problem.headDimQk));
   const int vLimit = std::min(64, d.shape.warpColumns);
-  const int qkDefault = d.layout.qkPanelsPerStep * 16;
+  // The default Q K^T step (as the planner resolved it), or that of the tile size `keys`.
+  const auto qkDefaultFor = [&](int keys) {
+    if (keys < 0) return d.layout.qkPanelsPerStep * 16;
+    return defaultScoreStepPanels(forwardShape(d.instance->headDimV, false, keys == 64)) * 16;
+  };
   std::vector<int> stages, qkSteps, vSteps = {16, 32, 64}, prefetch = {1}, persistQ = {-1}, persistKv = {-1},
                    tileKeys = {-1};
   if (d.tileKeysChoice) tileKeys = {32, 64};
@@ -79,19 +83,21 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
     if (coarseTiling(d.shape, r.problem.headDimQk, r.problem.headDimV)) persistKv = {0, 1};
   } else if (d.choice.persistKv) {
     qkSteps = vSteps = {-1};  // not named
-  } else {
-    // The default and its neighbours on both sides, half and twice it (whole panels within the
-    // limits; the others are dropped below).
-    qkSteps = {qkDefault / 2, qkDefault, 2 * qkDefault};
   }
   std::vector<tuning::LaunchConfig> configs;
-  for (int s : stages)
-    for (int qk : qkSteps)
-      for (int v : vSteps)
-        for (int f : prefetch)
-          for (int pq : persistQ)
-            for (int pkv : persistKv)
-              for (int keys : tileKeys) {
+  for (int keys : tileKeys) {
+    if (!max && !d.choice.persistKv) {
+      // The tile's default and its neighbours on both sides, half and twice it (whole panels
+      // within the limits; the others are dropped below).
+      const int qkDefault = qkDefaultFor(keys);
+      qkSteps = {qkDefault / 2, qkDefault, 2 * qkDefault};
+    }
+    for (int s : stages)
+      for (int qk : qkSteps)
+        for (int v : vSteps)
+          for (int f : prefetch)
+            for (int pq : persistQ)
+              for (int pkv : persistKv) {
                 if (qk != -1 && (qk < 16 || qk % 16 != 0 || qk > qkLimit || v > vLimit)) continue;
                 tuning::LaunchConfig c{{"stages", s}, {"prefetch", f}};
                 if (qk != -1) {
@@ -103,6 +109,7 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
                 if (keys >= 0) c["tile_keys"] = keys;
                 configs.push_back(std::move(c));
               }
+  }
   return configs;
 }
 

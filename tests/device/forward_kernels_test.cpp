@@ -62,8 +62,8 @@ std::string plan_item(const std::string& text, const std::string& item) {
   return "";
 }
 
-// The kernel the forward plan of `d` on `handle` uses.
-std::string planned_kernel(const Handle& handle, const ForwardDescriptors& d) {
+// The description of the forward plan of `d` on `handle`.
+std::string plan_text(const Handle& handle, const ForwardDescriptors& d) {
   size_t length = 0;
   check(ffpaDescribeAttentionForwardPlan(handle.get(), d.attention, d.q, d.k, d.v, d.o, d.lse,
                                          nullptr, 0, &length),
@@ -72,7 +72,15 @@ std::string planned_kernel(const Handle& handle, const ForwardDescriptors& d) {
   check(ffpaDescribeAttentionForwardPlan(handle.get(), d.attention, d.q, d.k, d.v, d.o, d.lse,
                                          text.data(), text.size(), nullptr),
         "ffpaDescribeAttentionForwardPlan");
-  return plan_item(text.data(), "kernel");
+  return text.data();
+}
+
+// The kernel the forward plan of `d` on `handle` uses, and its launch configuration.
+std::string planned_kernel(const Handle& handle, const ForwardDescriptors& d) {
+  return plan_item(plan_text(handle, d), "kernel");
+}
+std::string planned_config(const Handle& handle, const ForwardDescriptors& d) {
+  return plan_item(plan_text(handle, d), "config");
 }
 
 bool is_fast_kernel(const std::string& kernel) {
@@ -930,10 +938,16 @@ class TunedConfigDirectory {
   std::filesystem::path path_;
 };
 
-// One entry of a tuned-config file: the forward of `kernel` at `dtype` and `head_dim`, `config`.
+// The entries of a tuned-config file for the forward of `kernel` at `dtype` and `head_dim`, with
+// `config`: one for causal problems and one for the others (a lookup matches the mask).
 std::string forward_entry(const char* kernel, const char* dtype, int head_dim, const std::string& config) {
-  return std::string(R"({"direction": "forward", "kernel": ")") + kernel + R"(", "dtype": ")" + dtype +
-         R"(", "head_dim": )" + std::to_string(head_dim) + R"(, "seqlen": 4096, "config": )" + config + "}";
+  std::string entries;
+  for (const char* causal : {"false", "true"}) {
+    entries += std::string(entries.empty() ? "" : ",") + R"({"direction": "forward", "kernel": ")" + kernel +
+               R"(", "dtype": ")" + dtype + R"(", "head_dim": )" + std::to_string(head_dim) +
+               R"(, "seqlen": 4096, "causal": )" + causal + R"(, "config": )" + config + "}";
+  }
+  return entries;
 }
 
 // Runs `test` on `handle`, which must plan `kernel` for it, against float64 attention with the
@@ -943,9 +957,12 @@ void check_planned_forward(Handle& handle, Workspace& workspace, const TestCase&
   if (!runs_on_this_build(context, test.config.problem.dim_v)) return;
   DeviceProblem problem(test.config);
   problem.fill_inputs(test.start);
-  const std::string planned = planned_kernel(handle, descriptors_of(problem, test.with_lse));
+  const ForwardDescriptors descriptors = descriptors_of(problem, test.with_lse);
+  const std::string planned = planned_kernel(handle, descriptors);
   CHECK_MESSAGE(planned == kernel, context << ": planned " << planned);
   if (planned != kernel) return;
+  const std::string config = planned_config(handle, descriptors);
+  CHECK_MESSAGE(config.find("tuned(") != std::string::npos, context << ": no tuned config in " << config);
   problem.forward(handle, workspace, test.with_lse);
   const CpuForward exact = cpu_forward(problem);
   const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;

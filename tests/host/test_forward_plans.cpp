@@ -203,7 +203,7 @@ TEST_CASE("default pipeline steps hold about 32 MMAs per warp and halve to keep 
 TEST_CASE("P V covers only the output panels below d_v on an instance of a wider d_v") {
   REQUIRE_COMPILED(128);
   // d_v 80 runs on the d_v 128 instance (no build compiles 80): whole tiles of 5 V panels, not 8,
-  // so less shared memory; in fine steps the last step holds one panel.
+  // so less shared memory (the step counts: test_sm80_step_bounds.cpp).
   Handle a100(describedA100());
   const Problem narrow(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 80);
   const Described whole = describeForward(a100, narrow);
@@ -214,22 +214,24 @@ TEST_CASE("P V covers only the output panels below d_v on an instance of a wider
   CHECK_HAS(describeForward(a100, narrow).config, "v_step=64");
 }
 
-TEST_CASE("d_v <= 128: 64-key tiles where an SM holds two CTAs of them, 32-key tiles elsewhere, tile_keys decides") {
+TEST_CASE("d_v <= 128: 64-key tiles unless an SM holds more CTAs of 32-key tiles") {
   REQUIRE_COMPILED(128);
-  // An H100 holds two CTAs of the 64-key layout with two stages (99072 bytes); an A100 (164 KiB
-  // per SM) and an Ada GPU (100 KiB) do not, and keep two CTAs of 32-key tiles.
-  Handle h100;  // the Hopper kernels do not serve d_v 128: the mma.sync kernel runs there
-  const Described wide = describeForward(h100, small());
-  CHECK(wide.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r.bc64");
-  CHECK_HAS(wide.config, "Br=128 Bc=64 warps=4x1 threads=128 warp_rows=32");
-  CHECK_HAS(wide.config, "stages=2");
-  CHECK_HAS(wide.config, "smem=99072B");
-  for (const ffpaDeviceDesc_t& device : {describedA100(), describedAda()}) {
-    Handle narrow(device);
-    const Described d = describeForward(narrow, small());
-    CHECK(d.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");
-    CHECK_HAS(d.config, "Br=128 Bc=32");
+  // An H100 holds two CTAs of either layout with two stages (99072 and 66304 bytes), an Ada GPU
+  // (100 KiB per SM) one of either: both take 64-key tiles. An A100 (164 KiB) holds two of the
+  // 32-key layout and one of the 64-key one: 32-key tiles.
+  for (const ffpaDeviceDesc_t& device : {describedH100(), describedAda()}) {
+    Handle h(device);  // the Hopper kernels do not serve d_v 128: the mma.sync kernel runs there
+    const Described wide = describeForward(h, small());
+    CHECK(wide.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r.bc64");
+    CHECK_HAS(wide.config, "Br=128 Bc=64 warps=4x1 threads=128 warp_rows=32");
+    CHECK_HAS(wide.config, "stages=2");
+    CHECK_HAS(wide.config, "smem=99072B");
   }
+  Handle h100;
+  Handle narrow(describedA100());
+  const Described d = describeForward(narrow, small());
+  CHECK(d.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");
+  CHECK_HAS(d.config, "Br=128 Bc=32");
   // One stage: the 64-key layout fits twice on the A100 too.
   Handle staged(describedA100());
   staged.set<int32_t>(FFPA_POLICY_STAGES, 1);

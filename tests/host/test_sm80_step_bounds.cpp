@@ -64,6 +64,35 @@ TEST_CASE("forward: the largest steps the launch parameters accept lay out as as
   }
 }
 
+TEST_CASE("forward: the P V steps cover the output panels below d_v, those of column warp 0") {
+  struct Case {
+    int instance, headDimV;
+    bool persistKv;
+    int vPanels, vPanelsPerStep, vSteps;
+  };
+  const Case cases[] = {
+      {128, 128, false, 8, 4, 2}, {128, 80, false, 5, 4, 2}, {128, 48, false, 3, 3, 1},
+      {128, 80, true, 5, 5, 1},   {128, 16, true, 1, 1, 1},  {256, 192, true, 12, 12, 1},
+      // Two column warps of 256 columns: column warp 0 holds 16 panels below d_v 272, the
+      // steps serve both; d_v 48 leaves column warp 0 three panels and column warp 1 none.
+      {512, 272, false, 16, 4, 4}, {512, 48, false, 3, 3, 1},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.instance);
+    CAPTURE(c.headDimV);
+    CAPTURE(c.persistKv);
+    PipelineChoice choice;
+    choice.persistKv = c.persistKv;
+    ForwardParams p{};
+    p.headDimQk = 128;
+    p.headDimV = c.headDimV;
+    forwardLayout(forwardShape(c.instance), choice, p);
+    CHECK(p.vPanels == c.vPanels);
+    CHECK(p.vPanelsPerStep == c.vPanelsPerStep);
+    CHECK(p.vSteps == c.vSteps);
+  }
+}
+
 TEST_CASE("forward: a build without an instance of 256 columns or fewer serves d <= 256 with fine-grained steps") {
   // Coarse tiling (whole K and V tiles per step) is for instances of one column warp: on a wider
   // one persist_kv does not apply, as for d > 256, instead of steps past what its copies unroll.

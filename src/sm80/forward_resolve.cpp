@@ -45,6 +45,27 @@ int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t a
   return best;
 }
 
+// Whether the 64-key tiles are the default for a problem of these head dims on the two-row-tile
+// instance of `instanceHeadDimV` (d_v <= 128): wherever an SM holds as many CTAs of their layout
+// (`choice`) as of the 32-key tiles' (at most two: the registers of 128 threads). An H100 holds
+// two of either with two stages of whole tiles; an A100 two of the 32-key layout but one of the
+// 64-key one; an sm_86/89 GPU one of either.
+bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, int64_t headDimQk, int64_t headDimV,
+                       int instanceHeadDimV) {
+  // CTAs of a layout per SM, as shared memory allows: at most 2, what the registers of 128 threads
+  // at up to 255 registers each allow (both tiles' launch bounds).
+  const auto ctasPerSm = [&](bool wideKeys) -> int64_t {
+    ForwardParams scratch{};
+    scratch.headDimQk = static_cast<int32_t>(headDimQk);
+    scratch.headDimV = static_cast<int32_t>(headDimV);
+    const int64_t bytes = forwardLayout(forwardShape(instanceHeadDimV, false, wideKeys), choice, scratch);
+    constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
+    if (bytes > device.sharedMemPerBlockOptin) return 0;
+    return std::min<int64_t>(2, device.sharedMemPerSm / (bytes + kReservedPerBlock));
+  };
+  return ctasPerSm(true) >= ctasPerSm(false);
+}
+
 }  // namespace
 
 std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const AttentionProblem& problem,
@@ -69,21 +90,6 @@ std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& c, const At
       {"tile_keys", tileKeysChoice ? 32 : keys, tileKeysChoice ? 64 : keys, 32, std::nullopt,
        [&c](int64_t v) { c.tileKeys = int(v); }},
   };
-}
-
-bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, int64_t headDimQk, int64_t headDimV) {
-  // CTAs of a layout per SM, as shared memory allows: at most 2, what the registers of 128 threads
-  // at up to 255 registers each allow (both tiles' launch bounds).
-  const auto ctasPerSm = [&](bool wideKeys) -> int64_t {
-    ForwardParams scratch{};
-    scratch.headDimQk = static_cast<int32_t>(headDimQk);
-    scratch.headDimV = static_cast<int32_t>(headDimV);
-    const int64_t bytes = forwardLayout(forwardShape(static_cast<int>(headDimV), false, wideKeys), choice, scratch);
-    constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
-    if (bytes > device.sharedMemPerBlockOptin) return 0;
-    return std::min<int64_t>(2, device.sharedMemPerSm / (bytes + kReservedPerBlock));
-  };
-  return ctasPerSm(true) >= ctasPerSm(false);
 }
 
 ForwardResolution resolveForward(const PlanRequest& r) {
@@ -146,15 +152,14 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   c.persistQ = qInRegisters || (policy.flag(FFPA_POLICY_PERSIST_Q_G2S) && problem.headDimQk <= 320);
   c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && coarseTiling(d.shape, problem.headDimQk, problem.headDimV);
   // A tuned config (or autotune candidate) sets what the caller left at its default.
+  // The instance's twin of 64-key tiles, where the build compiles one (instance set of forward_instance_set.h).
   const ForwardInstance* wide =
-      hasWideKeyTiles(headDimV, qInRegisters) && vInRegisters && !pipeKv
-          ? findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true)
-          : nullptr;
+      findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true);
   d.tileKeysChoice = wide != nullptr;
   applyTunedConfig(r, kForwardVariantName,
                    forwardLaunchParameters(c, problem, d.shape, qInRegisters, d.tileKeysChoice), d.notes);
   // 64-key tiles where the config asks for them, else where they are the device's default.
-  if (wide != nullptr && (c.tileKeys == 0 ? wideKeysByDefault(r.device, c, problem.headDimQk, problem.headDimV)
+  if (wide != nullptr && (c.tileKeys == 0 ? wideKeysByDefault(r.device, c, problem.headDimQk, problem.headDimV, headDimV)
                                           : c.tileKeys == 64)) {
     d.instance = wide;
     d.shape = forwardShape(headDimV, qInRegisters, true);

@@ -42,13 +42,6 @@ std::vector<LaunchParameter> forwardLaunchParameters(PipelineChoice& choice, con
                                                      const ForwardShape& shape, bool qInRegisters,
                                                      bool tileKeysChoice = false);
 
-// Whether the 64-key tiles are the default for a two-row-tile problem (d_v <= 128) on `device`:
-// wherever an SM holds as many CTAs of their layout (`choice`) as of the 32-key tiles' (at most
-// two: the registers of 128 threads). An H100 holds two of either with two stages of whole
-// tiles; an A100 two of the 32-key layout but one of the 64-key one; an sm_86/89 GPU one of
-// either.
-bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, int64_t headDimQk, int64_t headDimV);
-
 // Resolves against this build's instances (forwardInstances()) and the request's device.
 ForwardResolution resolveForward(const PlanRequest& request);
 

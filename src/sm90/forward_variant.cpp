@@ -109,7 +109,7 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
         notes);
   }
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
-  if (!splitTunable(problem, kvSharing)) split = kvSharing > 1 ? kEvenSplit : defaultSplit;
+  if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
   return {kvSharing, split};
 }
 
@@ -186,13 +186,12 @@ Plan plan(const PlanRequest& r) {
   const int columnCtas = clusterSizeFor(instance.headDimV);
   const int ctaColumns = ctaColumnsOf(instance.headDimV);
   const bool shared = instance.kvSharing > 1;
-  const bool namesSplit = !shared && forwardSplitsDiffer(ctaColumns);  // only where it was a choice
   plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
                     " cluster=", shared ? instance.kvSharing : columnCtas, " columns=",
                     forwardConsumer0Columns(ctaColumns, instance.split), "+",
                     forwardConsumer1Columns(ctaColumns, instance.split),
-                    namesSplit ? cat(" split=", instance.split == kEvenSplit ? "even" : "skewed") : std::string(),
+                    splitTunable(r.problem, instance.kvSharing) ? cat(" split=", instance.split == kEvenSplit ? "even" : "skewed") : std::string(),
                     columnCtas > 1 ? " exchange=S:dsmem" : "",
                     shared ? " kv=multicast:2 row tiles" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
@@ -227,7 +226,7 @@ std::string mmaSyncKnobSet(const Policy& policy) {
 bool compiled() { return !instances().empty(); }
 
 std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split) {
-  const bool otherSplit = split >= 0 && split != defaultForwardSplit(clusterSizeFor(instanceHeadDimV));
+  const bool otherSplit = split != defaultForwardSplit(clusterSizeFor(instanceHeadDimV));
   return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV,
              kvSharing > 1 ? cat(".kv", kvSharing) : std::string(),
              otherSplit ? (split == kEvenSplit ? ".even" : ".skewed") : "");

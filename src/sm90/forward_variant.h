@@ -17,8 +17,8 @@ constexpr const char* kForwardVariantName = "sm90.forward";
 // "sm90.forward.bf16.d512": the variant, the element type and the instance's d_v; with K and V
 // shared by two CTAs, "sm90.forward.bf16.d512.kv2"; with the consumers' split of the columns that
 // is not the default for its cluster size (kernels/sm90/forward_params.h),
-// "sm90.forward.bf16.d512.skewed" or "sm90.forward.bf16.d1024.even" (split -1: the default).
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing = 1, int split = -1);
+// "sm90.forward.bf16.d512.skewed" or "sm90.forward.bf16.d1024.even".
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split);
 
 // Whether this build compiled the sm_90a kernels (build_arch contains 90a).
 bool compiled();

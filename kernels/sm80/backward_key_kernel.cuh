@@ -106,9 +106,10 @@ struct KeyGradientKernel {
   }
 
   // Steps of a tile: ceil(qkPanels / w) of K Q^T, ceil(vPanels / w) of V dO^T, then
-  // ceil(kOutPanels / w2) of P^T dO and as many of dS^T Q.
+  // ceil(dvPanels / w2) of P^T dO and ceil(dkPanels / w2) of dS^T Q, over the warp's panels of dV
+  // below d_v and of dK below d_qk (ownedPanels).
   struct Steps {
-    int qkPanels, vPanels, qkSteps, vSteps, outputSteps;
+    int qkPanels, vPanels, dvPanels, dkPanels, qkSteps, vSteps, dvSteps, dkSteps;
   };
 
   static FFPA_DEVICE Steps stepsOf(const BackwardParams& p) {
@@ -118,7 +119,10 @@ struct KeyGradientKernel {
     s.vPanels = p.headDimV / 16;
     s.qkSteps = (s.qkPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
     s.vSteps = (s.vPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
-    s.outputSteps = (kOutPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
+    s.dvPanels = ownedPanels<kOutPanels, kColWarps>(p.headDimV);
+    s.dkPanels = ownedPanels<kOutPanels, kColWarps>(p.headDimQk);
+    s.dvSteps = (s.dvPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
+    s.dkSteps = (s.dkPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
     return s;
   }
 
@@ -138,13 +142,15 @@ struct KeyGradientKernel {
           isQk ? p.qStrides[2] : p.dOStrides[2], validRows, firstPanel * 16);
     } else {
       // dO panels (the dV steps), then Q panels (the dK steps); panel k of a step for column warp
-      // w is the step's panel k * kColWarps + w (interleaved: no run-time division finds them).
-      // Columns past d_v (d_qk) reach only columns of dV (dK) that are never stored.
-      const bool isDv = inTile < scoreSteps + s.outputSteps;
-      const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.outputSteps)) * l.outputPanelsPerStep;
-      copyStepPanels<kQueries, kThreads, ffpa::sm80::kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
-          base, 32, min2(l.outputPanelsPerStep, kOutPanels - firstPanel), isDv ? dO : q,
-          isDv ? p.dOStrides[2] : p.qStrides[2], validRows, firstPanel * 16, isDv ? p.headDimV : p.headDimQk);
+      // w is the step's panel k * kColWarps + w, the operand's consecutive panels from the step's
+      // first (interleavedColumn: no run-time division finds them). Columns past d_v (d_qk) reach
+      // only columns of dV (dK) that are never stored.
+      const bool isDv = inTile < scoreSteps + s.dvSteps;
+      const int firstPanel = (inTile - scoreSteps - (isDv ? 0 : s.dvSteps)) * l.outputPanelsPerStep;  // of each warp
+      copyStepPanels<kQueries, kThreads, ffpa::sm80::kMaxOutputStepPanels * kColWarps, true>(
+          base, 32, min2(l.outputPanelsPerStep, (isDv ? s.dvPanels : s.dkPanels) - firstPanel) * kColWarps,
+          isDv ? dO : q, isDv ? p.dOStrides[2] : p.qStrides[2], validRows, firstPanel * kColWarps * 16,
+          isDv ? p.headDimV : p.headDimQk);
     }
   }
 
@@ -238,7 +244,7 @@ struct KeyGradientKernel {
       Element* out = base + int64_t(key) * strides[2];
 #pragma unroll
       for (int n = 0; n < 2 * kOutPanels; ++n) {
-        const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
+        const int column = interleavedColumn<kColWarps>(c.colWarp, n, c.quad);
         if (column < width) {
           storeGlobal32(out + column, packPair(acc.f[n][2 * half] * factor,
                                                acc.f[n][2 * half + 1] * factor, Tag{}));
@@ -253,7 +259,7 @@ struct KeyGradientKernel {
     const Steps s = stepsOf(p);
     const uint32_t shared = sharedAddress(sharedMemory());
     const int tiles = p.groupSize * c.queryTiles;
-    auto pipe = makeStepPipeline(l.rings, shared, s.qkSteps + s.vSteps, 2 * s.outputSteps, tiles,
+    auto pipe = makeStepPipeline(l.rings, shared, s.qkSteps + s.vSteps, s.dvSteps + s.dkSteps, tiles,
                                  [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, s, tile, inTile, slot); });
 
     AccumulatorTile<2 * kOutPanels> dk, dv;
@@ -279,10 +285,10 @@ struct KeyGradientKernel {
       uint32_t pFrag[kQuerySteps][4], dsFrag[kQuerySteps][4];
       gradient(p, c, tile, t, scores, dp, pFrag, dsFrag);
 
-      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, l.outputPanelsPerStep, dv, pFrag, kQueries,
+      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, s.dvPanels, l.outputPanelsPerStep, dv, pFrag, kQueries,
                                                    c.colWarp, Tag{});
       loadGradient(p, c, tile, dsFrag);
-      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, l.outputPanelsPerStep, dk, dsFrag, kQueries,
+      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, s.dkPanels, l.outputPanelsPerStep, dk, dsFrag, kQueries,
                                                    c.colWarp, Tag{});
     }
     store(c, c.dv, p.dvStrides, p.headDimV, 1.0f, dv);

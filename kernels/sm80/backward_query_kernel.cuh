@@ -94,9 +94,9 @@ struct QueryGradientKernel {
   }
 
   // Steps of a KV tile: ceil(qkPanels / w) steps of Q K^T, ceil(vPanels / w) of dO V^T, then
-  // ceil(kOutPanels / w2) of dS K.
+  // ceil(outPanels / w2) of dS K, over the warp's panels of dQ below d_qk (ownedPanels).
   struct Steps {
-    int qkPanels, vPanels, qkSteps, vSteps, outputSteps;
+    int qkPanels, vPanels, outPanels, qkSteps, vSteps, outputSteps;
   };
 
   static FFPA_DEVICE Steps stepsOf(const BackwardParams& p) {
@@ -106,7 +106,8 @@ struct QueryGradientKernel {
     s.vPanels = p.headDimV / 16;
     s.qkSteps = (s.qkPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
     s.vSteps = (s.vPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
-    s.outputSteps = (kOutPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
+    s.outPanels = ownedPanels<kOutPanels, kColWarps>(p.headDimQk);
+    s.outputSteps = (s.outPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
     return s;
   }
 
@@ -131,11 +132,13 @@ struct QueryGradientKernel {
           firstPanel * 16);
     } else {
       // K panels of dS K: panel k of the step for column warp w is the step's panel k * kColWarps
-      // + w. Columns past d_qk reach only columns of dQ that are never stored.
-      const int firstPanel = (inTile - s.qkSteps - s.vSteps) * l.outputPanelsPerStep;
-      copyStepPanels<kKeys, kThreads, ffpa::sm80::kMaxOutputStepPanels, kColWarps, kShape.warpColumns, true>(
-          base, 32, min2(l.outputPanelsPerStep, kOutPanels - firstPanel), c.k + int64_t(firstKey) * p.kStrides[2],
-          p.kStrides[2], p.seqKv - firstKey, firstPanel * 16, p.headDimQk);
+      // + w, K's consecutive panels from the step's first (interleavedColumn). Columns past d_qk
+      // reach only columns of dQ that are never stored.
+      const int firstPanel = (inTile - s.qkSteps - s.vSteps) * l.outputPanelsPerStep;  // of each column warp
+      copyStepPanels<kKeys, kThreads, ffpa::sm80::kMaxOutputStepPanels * kColWarps, true>(
+          base, 32, min2(l.outputPanelsPerStep, s.outPanels - firstPanel) * kColWarps,
+          c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], p.seqKv - firstKey, firstPanel * kColWarps * 16,
+          p.headDimQk);
     }
   }
 
@@ -206,7 +209,7 @@ struct QueryGradientKernel {
       Element* out = c.dq + int64_t(row) * p.dqStrides[2];
 #pragma unroll
       for (int n = 0; n < 2 * kOutPanels; ++n) {
-        const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
+        const int column = interleavedColumn<kColWarps>(c.colWarp, n, c.quad);
         if (column < p.headDimQk) {
           storeGlobal32(out + column, packPair(dq.f[n][2 * half] * p.scale,
                                                dq.f[n][2 * half + 1] * p.scale, Tag{}));
@@ -246,7 +249,7 @@ struct QueryGradientKernel {
       uint32_t dsFrag[kKeySteps][4];
       gradient(p, c, tile, scores, dp, dsFrag);
 
-      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, l.outputPanelsPerStep, dq, dsFrag, kKeys,
+      accumulateOutputSteps<kOutPanels, kColWarps>(pipe, s.outPanels, l.outputPanelsPerStep, dq, dsFrag, kKeys,
                                                    c.colWarp, Tag{});
     }
     store(p, c, dq);

@@ -150,13 +150,14 @@ struct ForwardKernel {
                                                             keyRows(p, c, firstKey), p.kStrides[2],
                                                             p.seqKv - firstKey, firstColumn);
     } else {
-      // Panel k of a V step for column warp w is the step's panel k * kColWarps + w (the column
-      // warps' panels interleaved, so that finding them takes no run-time division); a step past
-      // the warp's last panel holds fewer.
-      const int firstPanel = (inTile - p.qkSteps) * p.vPanelsPerStep;
-      copyStepPanels<kKeys, kThreads, kMaxValueStepPanels, kColWarps, kShape.warpColumns, true>(
-          base, p.vRowBytes, min2(p.vPanelsPerStep, p.vPanels - firstPanel), valueRows(p, c, firstKey),
-          p.vStrides[2], p.seqKv - firstKey, firstPanel * 16, p.headDimV);
+      // Column warp w owns O panels w, w + kColWarps, ...: its panels k of the step are the
+      // step's panels k * kColWarps + w, and the step's panels are V's consecutive panels from
+      // its first warp panel's (no run-time division finds them); a step past the warps' last
+      // panel holds fewer.
+      const int firstPanel = (inTile - p.qkSteps) * p.vPanelsPerStep;  // of each column warp
+      copyStepPanels<kKeys, kThreads, kMaxValueStepPanels * kColWarps, true>(
+          base, p.vRowBytes, min2(p.vPanelsPerStep, p.vPanels - firstPanel) * kColWarps, valueRows(p, c, firstKey),
+          p.vStrides[2], p.seqKv - firstKey, firstPanel * kColWarps * 16, p.headDimV);
     }
   }
 
@@ -416,7 +417,7 @@ struct ForwardKernel {
       Element* out = outputs.o + int64_t(row) * p.oStrides[2];
 #pragma unroll
       for (int n = 0; n < kOutTiles; ++n) {
-        const int column = c.colWarp * kShape.warpColumns + 8 * n + 2 * c.quad;
+        const int column = interleavedColumn<kColWarps>(c.colWarp, n, c.quad);
         float values[4];
         o.get(n, values);
         if (column < p.headDimV) {

@@ -8,7 +8,9 @@
 //     at a time),
 //   - shares its row maxima (and, for kColWarps > 1, its part of P) with the group through shared
 //     memory,
-//   - computes O[:, c * warpColumns .. +warpColumns] = P V for all keys of the tile,
+//   - computes O = P V for all keys of the tile, for its 16-column panels of O: panels c,
+//     c + colWarps, c + 2 colWarps, ... (interleaved, so that an instance wider than the problem's
+//     d_v leaves each column warp the same few panels past d_v to skip),
 // so a thread keeps warpColumns / 2 fp32 O values (at most 128) whatever d_v is.
 #pragma once
 
@@ -58,6 +60,13 @@ constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false, boo
   if (headDimV <= 256) return {8, 1, 64, roundUp16(headDimV)};
   if (headDimV <= 512) return {4, 2, 32, roundUp16((headDimV + 1) / 2)};
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
+}
+
+// The 16-column panels of O below `headDimV` (at most the shape's) that column warp 0 owns, the
+// most of any column warp: column warp c owns panels c, c + colWarps, c + 2 colWarps, ... of O.
+constexpr int ownedPanels(const ForwardShape& shape, int headDimV) {
+  const int panels = ((headDimV + 15) / 16 + shape.colWarps - 1) / shape.colWarps;
+  return panels < shape.warpColumns / 16 ? panels : shape.warpColumns / 16;
 }
 
 // Whether the shape of d_v `headDimV` comes with 32- and 64-key tiles (forwardShape's wideKeys):
@@ -116,7 +125,7 @@ struct ForwardParams : ProblemSizes {
   StepRings rings;
   int32_t qkPanelsPerStep;
   int32_t vPanelsPerStep;
-  int32_t vPanels;  // the V panels per column warp P V computes: column warp 0's below d_v
+  int32_t vPanels;  // the O panels per column warp P V computes: column warp 0's below d_v
   int32_t qkSteps;  // steps per KV tile of each kind (worked out here: a division in the kernel
   int32_t vSteps;   // costs some 20 instructions, and a step is issued a few times per tile)
   int32_t persistQ;        // the Q tile is loaded once into shared memory (d_qk <= 320)
@@ -151,11 +160,11 @@ struct PipelineChoice {
 // dynamic shared memory it needs.
 inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& choice, ForwardParams& p) {
   const int qkPanels = p.headDimQk / 16;
-  // P V computes the panels of O's columns below d_v only (column warp 0 has the most of them):
-  // an instance of a wider d_v skips the others, whose columns are never stored.
-  const int warpPanels = shape.warpColumns / 16;
-  const int headDimVPanels = (p.headDimV + 15) / 16;
-  p.vPanels = headDimVPanels < warpPanels ? headDimVPanels : warpPanels;
+  // P V computes the panels of O's columns below d_v only: column warp c owns O panels c, c +
+  // colWarps, ... (column warp 0 the most of those below d_v), so an instance of a wider d_v
+  // skips the same number of panels in every column warp (d_v 640 on the 1024 instance: 10 of
+  // each warp's 16), whose columns are never stored.
+  p.vPanels = ownedPanels(shape, p.headDimV);
   if (choice.persistKv) {
     p.qkPanelsPerStep = qkPanels;
     p.vPanelsPerStep = p.vPanels;

@@ -60,16 +60,17 @@ FFPA_DEVICE void accumulatePanels(AccumulatorTile<kTiles>& c, int tile, const ui
   });
 }
 
-// The output steps of one product: acc (kOutPanels 16-column panels of the warp) += A B, B's
-// panels arriving panelsPerStep at a time through `pipe`, interleaved by column warp (panel i of
-// a step is panel i / kColWarps of column warp i % kColWarps).
+// The output steps of one product: acc (the first `panels` of the warp's kOutPanels 16-column
+// panels; ownedPanels) += A B, B's panels arriving panelsPerStep per column warp at a time through
+// `pipe`, interleaved by column warp (panel i of a step is panel i / kColWarps of column warp
+// i % kColWarps: interleavedColumn).
 template <int kOutPanels, int kColWarps, class Pipe, int kSteps, int kTiles, class Tag>
-FFPA_DEVICE void accumulateOutputSteps(Pipe& pipe, int panelsPerStep, AccumulatorTile<kTiles>& acc,
+FFPA_DEVICE void accumulateOutputSteps(Pipe& pipe, int panels, int panelsPerStep, AccumulatorTile<kTiles>& acc,
                                        const uint32_t (&a)[kSteps][4], int bRows, int colWarp, Tag tag) {
   static_assert(kTiles == 2 * kOutPanels, "two n8 tiles per panel");
   const uint32_t panelStride = uint32_t(kColWarps * bRows * 32);
   const uint32_t bLane = uint32_t(colWarp * bRows * 32) + laneOffsetA(32, 0);
-  forEachStepPanelPair<kOutPanels>(pipe, kOutPanels, panelsPerStep, panelStride,
+  forEachStepPanelPair<kOutPanels>(pipe, panels, panelsPerStep, panelStride,
                                    [&](uint32_t bPanel, int panel, auto pair) {
                                      accumulatePanels<decltype(pair)::value>(acc, panel, a, bPanel + bLane,
                                                                              panelStride, tag);

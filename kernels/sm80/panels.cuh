@@ -22,6 +22,26 @@ FFPA_DEVICE uint32_t panelOffset(int row, int panel, int unit, int rows, int row
   return static_cast<uint32_t>((panel * rows + row) * rowBytes + ((unit ^ swizzle) << 4));
 }
 
+// Output columns split across kColWarps column warps go by 16-column panels, interleaved: panel
+// k of column warp c is the output's panel k * kColWarps + c, so that an instance wider than the
+// problem leaves each column warp the same few panels past the end to skip (ownedPanels), and a
+// step of k panels per warp is k * kColWarps consecutive panels of the operand.
+//
+// The output column of lane quad `quad` in n8 tile n (half n % 2 of panel n / 2) of column warp
+// `colWarp`.
+template <int kColWarps>
+FFPA_DEVICE int interleavedColumn(int colWarp, int n, int quad) {
+  return ((n >> 1) * kColWarps + colWarp) * 16 + 8 * (n & 1) + 2 * quad;
+}
+
+// The panels of an output `width` columns wide that column warp 0 owns, the most of any column
+// warp, at most kPanels (the warp's).
+template <int kPanels, int kColWarps>
+FFPA_DEVICE int ownedPanels(int width) {
+  const int panels = ((width + 15) / 16 + kColWarps - 1) / kColWarps;
+  return panels < kPanels ? panels : kPanels;
+}
+
 // cp.async.wait_group with a count known only at run time (at most 7 groups are ever pending).
 FFPA_DEVICE void copyAsyncWaitPending(int pending) {
   switch (pending) {
@@ -77,24 +97,22 @@ FFPA_DEVICE void copyTile(uint32_t shared, int rowBytes, int panels, const Eleme
   }
 }
 
-// Copies the panels of one pipeline step, at most kMaxPanels of them per column set: for each of
-// kSets column sets s (the column warps' panels of V, interleaved; one set for Q and K), the
-// `panels` 16-column panels from global column firstColumn + s * kSetColumns on, of rows [0,
-// kRows) (row r at global + r * rowStride), into panel k * kSets + s of a tile of kRows rows at
-// `shared`. Rows at or past validRows are zero-filled (from the same columns of row 0). Every
-// column copied must lie before the end of the row: with kColumnTest, panels from column
-// validColumns on (a multiple of 16) are not copied at all, and keep what their slot held. That
-// serves V, whose columns past d_v only reach output columns that are never stored (each output
-// column of P V reads its own column of V), where the rows past seqKv must be zeros (P is 0
-// there, and 0 times a stale NaN is not).
+// Copies the panels of one pipeline step, at most kMaxPanels: the `panels` 16-column panels from
+// global column firstColumn on, of rows [0, kRows) (row r at global + r * rowStride), into panels
+// 0, 1, ... of a tile of kRows rows at `shared`. Rows at or past validRows are zero-filled (from
+// the same columns of row 0). Every column copied must lie before the end of the row: with
+// kColumnTest, panels from column validColumns on (a multiple of 16) are not copied at all, and
+// keep what their slot held. That serves V (and the other operands of output products), whose
+// columns past d_v only reach output columns that are never stored (each output column of P V
+// reads its own column of V), where the rows past seqKv must be zeros (P is 0 there, and 0 times
+// a stale NaN is not).
 //
 // The threads share the work as copyTile's do, but a thread's loop over its panels is unrolled
 // to kMaxPanels: every copy's global address is the thread's row address plus a constant (an
 // immediate of the copy instruction) and its shared address the row's plus a multiple of the
 // panel size, so that a copy costs a handful of instructions, and the steps of the forward issue
 // several per thread on every KV tile.
-template <int kRows, int kThreads, int kMaxPanels, int kSets = 1, int kSetColumns = 0, bool kColumnTest = false,
-          class Element>
+template <int kRows, int kThreads, int kMaxPanels, bool kColumnTest = false, class Element>
 FFPA_DEVICE void copyStepPanels(uint32_t shared, int rowBytes, int panels, const Element* global, int64_t rowStride,
                                 int validRows, int firstColumn, int validColumns = 0) {
   constexpr int kPairs = kThreads / 2;
@@ -102,9 +120,8 @@ FFPA_DEVICE void copyStepPanels(uint32_t shared, int rowBytes, int panels, const
   static_assert(kRows > 0 && (kRows & (kRows - 1)) == 0, "rows: a power of two");
   static_assert(kThreads % 32 == 0 && (kPairs % kRows == 0 || kRows % kPairs == 0),
                 "thread pairs: whole panels per pass, or whole row blocks of a panel");
-  static_assert(kSets == 1 || kSetColumns % 16 == 0, "column sets: whole panels apart");
   constexpr int kPanelStride = kPairs / kBlockRows;
-  constexpr int kCopies = (kMaxPanels + kPanelStride - 1) / kPanelStride;  // per row block and set
+  constexpr int kCopies = (kMaxPanels + kPanelStride - 1) / kPanelStride;  // per row block
   const int thread = threadIndexAtUse();
   const int unit = thread & 1;
   const int firstPanel = (thread >> 1) / kBlockRows;
@@ -117,17 +134,13 @@ FFPA_DEVICE void copyStepPanels(uint32_t shared, int rowBytes, int panels, const
     const int row = ((thread >> 1) & (kBlockRows - 1)) + block * kBlockRows;
     const bool rowValid = row < validRows;
     const Element* source = global + (rowValid ? row * rowStride : 0) + firstThreadColumn + unit * 8;
-    const uint32_t destination = shared + panelOffset(row, firstPanel * kSets, unit, kRows, rowBytes);
+    const uint32_t destination = shared + panelOffset(row, firstPanel, unit, kRows, rowBytes);
 #pragma unroll
-    for (int set = 0; set < kSets; ++set) {
-#pragma unroll
-      for (int k = 0; k < kCopies; ++k) {
-        if (k * kPanelStride >= left) break;
-        const int offset = set * kSetColumns + k * kPanelStride * 16;  // columns from the thread's first
-        if (kColumnTest && offset >= columnsLeft) continue;
-        copyAsync16(destination + static_cast<uint32_t>(k * kPanelStride * kSets + set) * panelBytes,
-                    source + offset, rowValid);
-      }
+    for (int k = 0; k < kCopies; ++k) {
+      if (k * kPanelStride >= left) break;
+      const int offset = k * kPanelStride * 16;  // columns from the thread's first
+      if (kColumnTest && offset >= columnsLeft) break;
+      copyAsync16(destination + static_cast<uint32_t>(k * kPanelStride) * panelBytes, source + offset, rowValid);
     }
   }
 }

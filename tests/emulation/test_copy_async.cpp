@@ -91,16 +91,16 @@ void neighbourAfterBarrier(const uint32_t* source, uint32_t* out) {
   storeGlobal32(&out[t], sharedWord((t + 1) % threads));
 }
 
-// One step of copyStepPanels as the forward's V steps issue it: 16 rows, two column sets 64 columns
-// apart (two column warps), three panels each from column 16 on, rows from 10 on zero-filled,
-// columns from 96 on not copied; then thread 0 stores the whole tile. Element (r, c) of `source`
-// is r * 1000 + c, rows 160 elements apart.
-constexpr int kStepRows = 16, kStepSets = 2, kStepPanels = 3, kSourceStride = 160;
-constexpr int kStepTileBytes = kStepRows * kStepSets * kStepPanels * 48;  // room for padded rows
+// One step of copyStepPanels as the forward's V steps issue it: 16 rows, six consecutive panels
+// (three for each of two column warps) from column 16 on, rows from 10 on zero-filled, columns
+// from 96 on not copied; then thread 0 stores the whole tile. Element (r, c) of `source` is
+// r * 1000 + c, rows 160 elements apart.
+constexpr int kStepRows = 16, kStepPanels = 6, kSourceStride = 160;
+constexpr int kStepTileBytes = kStepRows * kStepPanels * 48;  // room for padded rows
 
 void copyValueStep(const uint16_t* source, int rowBytes, uint32_t* out) {
   const uint32_t tile = sharedAddress(sharedMemory());
-  ffpa::kernels::sm80::copyStepPanels<kStepRows, 32, 4, kStepSets, 64, true>(
+  ffpa::kernels::sm80::copyStepPanels<kStepRows, 32, 8, true>(
       tile, rowBytes, kStepPanels, source, kSourceStride, /*validRows=*/10, /*firstColumn=*/16,
       /*validColumns=*/96);
   copyAsyncCommit();
@@ -165,7 +165,7 @@ TEST_CASE("every block starts with shared memory poisoned (0xff bytes, NaN in fp
   CHECK(out == std::vector<uint32_t>(8 * 64, kPoison));
 }
 
-TEST_CASE("a step's copies: column sets interleaved by panel, rows past the valid ones zero, columns past them untouched") {
+TEST_CASE("a step's copies: consecutive panels, rows past the valid ones zero, columns past them untouched") {
   std::vector<uint16_t> source(20 * kSourceStride);
   for (int r = 0; r < 20; ++r) {
     for (int c = 0; c < kSourceStride; ++c) source[r * kSourceStride + c] = static_cast<uint16_t>(r * 1000 + c);
@@ -176,21 +176,18 @@ TEST_CASE("a step's copies: column sets interleaved by panel, rows past the vali
     launch({{}, 32, kStepTileBytes, {source, out}}, copyValueStep, source.data(), rowBytes, out.data());
     std::vector<uint16_t> tile(kStepTileBytes / 2);
     std::memcpy(tile.data(), out.data(), kStepTileBytes);
-    // Panel k * 2 + s of the tile holds columns 16 + 64 s + 16 k .. + 16.
+    // Panel k of the tile holds columns 16 + 16 k .. + 16.
     for (int k = 0; k < kStepPanels; ++k) {
-      for (int set = 0; set < kStepSets; ++set) {
-        const int column0 = 16 + 64 * set + 16 * k;
-        for (int row = 0; row < kStepRows; ++row) {
-          for (int unit = 0; unit < 2; ++unit) {
-            const uint32_t offset =
-                ffpa::kernels::sm80::panelOffset(row, k * kStepSets + set, unit, kStepRows, rowBytes);
-            for (int e = 0; e < 8; ++e) {
-              const int column = column0 + 8 * unit + e;
-              const uint16_t expected = column0 >= 96 ? uint16_t(0xffff)  // not copied: the poison
-                                        : row >= 10   ? uint16_t(0)
-                                                      : uint16_t(row * 1000 + column);
-              CHECK_MESSAGE(tile[offset / 2 + e] == expected, "row " << row << ", column " << column);
-            }
+      const int column0 = 16 + 16 * k;
+      for (int row = 0; row < kStepRows; ++row) {
+        for (int unit = 0; unit < 2; ++unit) {
+          const uint32_t offset = ffpa::kernels::sm80::panelOffset(row, k, unit, kStepRows, rowBytes);
+          for (int e = 0; e < 8; ++e) {
+            const int column = column0 + 8 * unit + e;
+            const uint16_t expected = column0 >= 96 ? uint16_t(0xffff)  // not copied: the poison
+                                      : row >= 10   ? uint16_t(0)
+                                                    : uint16_t(row * 1000 + column);
+            CHECK_MESSAGE(tile[offset / 2 + e] == expected, "row " << row << ", column " << column);
           }
         }
       }

@@ -73,9 +73,12 @@ TEST_CASE("forward: the P V steps cover the output panels below d_v, those of co
   const Case cases[] = {
       {128, 128, false, 8, 4, 2}, {128, 80, false, 5, 4, 2}, {128, 48, false, 3, 3, 1},
       {128, 80, true, 5, 5, 1},   {128, 16, true, 1, 1, 1},  {256, 192, true, 12, 12, 1},
-      // Two column warps of 256 columns: column warp 0 holds 16 panels below d_v 272, the
-      // steps serve both; d_v 48 leaves column warp 0 three panels and column warp 1 none.
-      {512, 272, false, 16, 4, 4}, {512, 48, false, 3, 3, 1},
+      // Column warps own interleaved panels (warp c: c, c + colWarps, ...). Two of 16 panels
+      // each: d_v 272 (17 panels) leaves column warp 0 nine of them and column warp 1 eight, d_v
+      // 384 twelve each, d_v 48 two and one.
+      {512, 272, false, 9, 4, 3}, {512, 384, false, 12, 4, 3}, {512, 48, false, 2, 2, 1},
+      // Four of 16 panels each: d_v 640 leaves each of them 10, d_v 768 12, d_v 1024 all 16.
+      {1024, 640, false, 10, 4, 3}, {1024, 768, false, 12, 4, 3}, {1024, 1024, false, 16, 4, 4},
   };
   for (const Case& c : cases) {
     CAPTURE(c.instance);

@@ -8,7 +8,8 @@
 //               online softmax; [P empty slot] P(j) and the row scales -> P full (slot = j % 2)
 //               rescale O0; [V full] O0[64, C0] += P V[:, 0:C0] -> V empty
 //   consumer 1: [P full slot] rescale O1; [V full] O1[64, C1] += P V[:, C0:] -> V empty, P empty
-// K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1).
+// K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1). (A cluster with
+// two K buffers loads K(j+1) into the other a tile earlier: see produceKeyTiles.)
 // Scores are kept in the log2 domain (scaled by softmax scale * log2 e). A warp masks them only
 // where one of its rows may not see the whole tile, and O is rescaled only when a row's reference
 // maximum moves (kRescaleThreshold): both decided per warp, as consumer 0's softmax paces the CTA.
@@ -114,22 +115,52 @@ struct ForwardKernel {
 
   static FFPA_DEVICE void produce(const ForwardParams& p, const Shared& s, const Position& at) {
     loadBlocks(&p.qMap, s.q, at.qk, at.firstRow, at.head, at.batch, s.barrier(kQFull));
-    // K or V of tile `tile` into the buffer at `shared`, once its consumers released the last one.
-    const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int firstKey, int tile,
-                          Barrier full, Barrier empty) {
+    if constexpr (kCluster > 1) {
+      if (p.kBuffers == 2) {
+        produceKeyTiles<2>(p, s, at);
+        return;
+      }
+    }
+    produceKeyTiles<1>(p, s, at);
+  }
+
+  // K and V of every KV tile, each into its buffer once the consumers released what it held. One
+  // K buffer: K(j), then V(j). Two (clusters, forwardLayout): K runs a tile ahead, K(j + 1) before
+  // V(j), so that K(j + 1) waits only for S(j - 1) to complete (its buffer's last use), not for
+  // P V(j - 1) as V(j) does. kBuffers is a compile-time count: the producer has few registers.
+  template <int kBuffers>
+  static FFPA_DEVICE void produceKeyTiles(const ForwardParams& p, const Shared& s, const Position& at) {
+    const BufferRing ring{kBuffers};
+    // K or V of tile `tile` into the buffer at `shared`, after the release of its last use
+    // (`empty`'s phase `parity`) where `reuse`.
+    const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int tile, bool reuse,
+                          int empty, int parity, int full) {
+      // Shared K and V serve no slices: the tiles follow each other from key 0.
+      const int firstKey = kShareKv ? tile * kKeys : keyTileOf(p.sliced, at, tile).firstKey;
+      if (reuse) mbarrierWait(s.barrier(empty), parity);  // with shared K and V: both CTAs' releases
       if constexpr (kShareKv) {
-        if (tile > 0) mbarrierWait(s.barrier(empty), (tile - 1) & 1);  // both CTAs' releases
         loadSharedBlocks(map, shared, blocks, firstKey, at.kvHead, at.batch, s.barrier(full), at.rank);
       } else {
-        if (tile > 0) mbarrierWait(s.barrier(empty), (tile - 1) & 1);
         loadBlocks(map, shared, blocks, firstKey, at.kvHead, at.batch, s.barrier(full));
       }
     };
-    for (int tile = 0; tile < at.tiles; ++tile) {
-      // Shared K and V serve no slices: the tiles follow each other from key 0.
-      const int firstKey = kShareKv ? tile * kKeys : keyTileOf(p.sliced, at, tile).firstKey;
-      load(&p.kMap, s.k, at.qk, firstKey, tile, kKFull, kKEmpty);
-      load(&p.vMap, s.v, at.v, firstKey, tile, kVFull, kVEmpty);
+    const auto loadKeys = [&](int tile) {
+      const int slot = ring.slot(tile);
+      load(&p.kMap, s.k + slot * p.kBufferBytes, at.qk, tile, tile >= kBuffers, kKEmpty0 + slot,
+           (ring.use(tile) - 1) & 1, kKFull0 + slot);
+    };
+    const auto loadValues = [&](int tile) { load(&p.vMap, s.v, at.v, tile, tile > 0, kVEmpty, (tile - 1) & 1, kVFull); };
+    if constexpr (kBuffers == 1) {
+      for (int tile = 0; tile < at.tiles; ++tile) {
+        loadKeys(tile);
+        loadValues(tile);
+      }
+    } else {
+      if (at.tiles > 0) loadKeys(0);
+      for (int tile = 0; tile < at.tiles; ++tile) {
+        if (tile + 1 < at.tiles) loadKeys(tile + 1);
+        loadValues(tile);
+      }
     }
   }
 
@@ -208,14 +239,16 @@ struct ForwardKernel {
     float sum[2] = {0.0f, 0.0f};  // this thread's part of the row sums
     float score[kTileRegisters];  // S of the tile, then P
     const int partner = 1 - at.rank;  // in a cluster of two
+    const BufferRing kRing{kCluster == 1 ? 1 : p.kBuffers};  // one CTA: one K buffer (forwardLayout)
     if (at.tiles > 0) mbarrierWait(s.barrier(kQFull), 0);
     for (int tile = 0; tile < at.tiles; ++tile) {
       const KeyTile keys = keyTileOf(p.sliced, at, tile);
       // S(j); in a cluster, from the second tile on, the previous iteration computed it.
       if (kCluster == 1 || tile == 0) {
-        mbarrierWait(s.barrier(kKFull), tile & 1);
-        scoreProduct<Tag>(score, s.q, s.k, at.qk.count);
-        release(s.barrier(kKEmpty));
+        const int slot = kRing.slot(tile);
+        mbarrierWait(s.barrier(kKFull0 + slot), kRing.use(tile) & 1);
+        scoreProduct<Tag>(score, s.q, s.k + slot * p.kBufferBytes, at.qk.count);
+        release(s.barrier(kKEmpty0 + slot));
         if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
@@ -290,9 +323,10 @@ struct ForwardKernel {
       // After the last tile the group of S is an empty one: the wgmma sequence stays the same on
       // every iteration, which ptxas needs to keep the two groups in flight together.
       const int nextBlocks = next ? at.qk.count : 0;
+      const int nextSlot = kRing.slot(tile + 1);
       if constexpr (kCluster > 1) {
-        if (next) mbarrierWait(s.barrier(kKFull), (tile + 1) & 1);
-        issueScoreProduct<Tag, true>(score, s.q, s.k, nextBlocks);
+        if (next) mbarrierWait(s.barrier(kKFull0 + nextSlot), kRing.use(tile + 1) & 1);
+        issueScoreProduct<Tag, true>(score, s.q, s.k + nextSlot * p.kBufferBytes, nextBlocks);
       }
       mbarrierWait(s.barrier(kVFull), tile & 1);
       issueKeyProduct<kColumns0, Tag>(o, pSlot, s.v);
@@ -300,7 +334,7 @@ struct ForwardKernel {
         wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
         wgmmaFenceOperands(score);
         if (next) {
-          release(s.barrier(kKEmpty));
+          release(s.barrier(kKEmpty0 + nextSlot));
           sendPartial(s.exchange, score, partner, tile + 1);
         }
       }
@@ -364,7 +398,9 @@ struct ForwardKernel {
     // Arrivals per phase of each mbarrier (Barrier order).
     const int arrivals[kBarrierCount] = {
         1,                   // Q full: the producer's expect_tx
-        1, 128 * kKvCtas,    // K full; K empty: consumer 0 (of each CTA sharing K)
+        1, 1,                // K full per buffer
+        128 * kKvCtas,       // K empty per buffer: consumer 0 (of each CTA sharing K)
+        128 * kKvCtas,
         1, 256 * kKvCtas,    // V full; V empty: both consumers (of each CTA sharing V)
         128, 128,            // P full per slot: consumer 0
         128, 128,            // P empty per slot: consumer 1

@@ -129,8 +129,10 @@ constexpr bool forwardSplitsDiffer(int ctaColumns) {
 // The mbarriers, in shared memory after the tiles.
 enum Barrier : int {
   kQFull,
-  kKFull,
-  kKEmpty,
+  kKFull0,   // kKFull0 + K buffer
+  kKFull1,
+  kKEmpty0,  // kKEmpty0 + K buffer: consumer 0 is done with it (S)
+  kKEmpty1,
   kVFull,
   kVEmpty,
   kPFull0,   // kPFull0 + slot
@@ -169,7 +171,9 @@ struct ForwardArguments : ProblemSizes {
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
   uint32_t qOffset;
-  uint32_t kOffset;
+  uint32_t kOffset;   // kBuffers buffers of kBufferBytes
+  uint32_t kBufferBytes;
+  int32_t kBuffers;   // 2 in clusters where shared memory holds them (K loads a tile ahead), else 1
   uint32_t vOffset;
   uint32_t pOffset;      // two P slots of one block each
   uint32_t statsOffset;  // row scales of the two slots, then the final 1 / row sums
@@ -200,19 +204,28 @@ struct LayoutCursor {
 
 // Fills the layout fields of `p` (headDimQk and headDimV must be set) for one CTA of the cluster
 // d_v asks for; returns the dynamic shared memory the launch needs.
+//
+// Two K buffers in a cluster where kMaxSharedBytes holds them (a CTA's share of d_qk up to 384
+// columns: d 640 and 768): there consumer 0 issues S(j + 1) as soon as P(j) is written, which
+// leaves one K buffer only the exchange and the softmax of tile j to reload in, and the producer
+// loads K(j + 1) a whole tile earlier into the other. One CTA keeps one K buffer: its S(j + 1)
+// waits for P V(j), which K(j + 1) loads behind.
 inline uint32_t forwardLayout(ForwardArguments& p) {
   const int clusterSize = clusterSizeFor(p.headDimV);
   const uint32_t qkBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
-  LayoutCursor at;
-  p.qOffset = at.take(qkBytes);
-  p.kOffset = at.take(qkBytes);
-  p.vOffset = at.take(blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes);
-  p.pOffset = at.take(2 * kBlockBytes);
-  p.exchangeOffset = at.take(clusterSize > 1 ? kExchangeBytes : 0);
-  p.statsOffset = at.take(3 * kRows * 4);
-  p.barrierOffset = at.take(kBarrierCount * 8);
-  p.sharedBytes = at.sharedBytes();
-  return p.sharedBytes;
+  for (p.kBuffers = clusterSize > 1 ? 2 : 1;; p.kBuffers = 1) {
+    LayoutCursor at;
+    p.qOffset = at.take(qkBytes);
+    p.kBufferBytes = qkBytes;
+    p.kOffset = at.take(p.kBuffers * qkBytes);
+    p.vOffset = at.take(blockShare(columnBlocks(p.headDimV), clusterSize, 0).count * kBlockBytes);
+    p.pOffset = at.take(2 * kBlockBytes);
+    p.exchangeOffset = at.take(clusterSize > 1 ? kExchangeBytes : 0);
+    p.statsOffset = at.take(3 * kRows * 4);
+    p.barrierOffset = at.take(kBarrierCount * 8);
+    p.sharedBytes = at.sharedBytes();
+    if (p.sharedBytes <= kMaxSharedBytes || p.kBuffers == 1) return p.sharedBytes;
+  }
 }
 
 }  // namespace ffpa::sm90

@@ -76,12 +76,13 @@ class ForwardPlan final : public PlanPayload {
   int exp2Emulated_;
 };
 
-// The shared memory of the instance's layout for `problem`.
-uint32_t sharedBytesOf(const AttentionProblem& problem) {
+// The instance's layout for `problem` (its shared memory, its K buffers).
+ForwardArguments layoutOf(const AttentionProblem& problem) {
   ForwardArguments a{};
   a.headDimQk = static_cast<int32_t>(problem.headDimQk);
   a.headDimV = static_cast<int32_t>(problem.headDimV);
-  return forwardLayout(a);
+  forwardLayout(a);
+  return a;
 }
 
 // The instance's launch choices: whether two row tiles share K and V (kvSharingFor; the caller's
@@ -139,7 +140,7 @@ Resolution resolve(const PlanRequest& r) {
   d.instance = findInstance(problem, choice.kvSharing, choice.split);
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
-  const uint32_t shared = sharedBytesOf(problem);
+  const uint32_t shared = layoutOf(problem).sharedBytes;
   if (shared > r.device.sharedMemPerBlockOptin) {
     return notApplicable(cat("needs ", shared, " bytes of shared memory per block; the device allows ",
                              r.device.sharedMemPerBlockOptin));
@@ -187,13 +188,14 @@ Plan plan(const PlanRequest& r) {
   const int ctaColumns = ctaColumnsOf(instance.headDimV);
   const bool shared = instance.kvSharing > 1;
   plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split);
+  const ForwardArguments layout = layoutOf(r.problem);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
                     " cluster=", shared ? instance.kvSharing : columnCtas, " columns=",
                     forwardConsumer0Columns(ctaColumns, instance.split), "+",
                     forwardConsumer1Columns(ctaColumns, instance.split),
                     splitTunable(r.problem, instance.kvSharing) ? cat(" split=", instance.split == kEvenSplit ? "even" : "skewed") : std::string(),
-                    columnCtas > 1 ? " exchange=S:dsmem" : "",
-                    shared ? " kv=multicast:2 row tiles" : "", " smem=", sharedBytesOf(r.problem), " tma=64x64 swizzle=128B wgmma=m64n64k16",
+                    columnCtas > 1 ? cat(" exchange=S:dsmem k_buffers=", layout.kBuffers) : "",
+                    shared ? " kv=multicast:2 row tiles" : "", " smem=", layout.sharedBytes, " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
                     d.notes);
   plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated);

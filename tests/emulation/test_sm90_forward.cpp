@@ -239,6 +239,14 @@ TEST_CASE("sm90 forward: the two CTAs of a cluster interleaved in shuffled order
     c.scheduleSeed = seed;
     runAndCheckSm90(c);
   }
+  // d 640 and 768: two K buffers, K loaded a tile ahead (six KV tiles: each buffer reused after
+  // its S completed; a producer that did not wait would copy over a K that S still reads).
+  c.shape = problem(1, 1, 1, 70, 333, 640, 640, CausalMask::none);
+  c.scheduleSeed = 3;
+  runAndCheckSm90(c);
+  c.shape = problem(1, 1, 1, 70, 333, 768, 768, CausalMask::top_left);
+  c.scheduleSeed = 4;
+  runAndCheckSm90(c);
 }
 
 TEST_CASE("sm90 forward: many KV tiles, rows that see no key, one query row") {

@@ -9,7 +9,12 @@
 //               rescale O0; [V full] O0[64, C0] += P V[:, 0:C0] -> V empty
 //   consumer 1: [P full slot] rescale O1; [V full] O1[64, C1] += P V[:, C0:] -> V empty, P empty
 // K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1). (A cluster with
-// two K buffers loads K(j+1) into the other a tile earlier: see produceKeyTiles.)
+// two K buffers loads K(j+1) into the other a tile earlier: see produceKeyTiles.) One CTA loads V
+// in two parts, consumer 0's blocks and consumer 1's (kSplitValues), and with p.overlap
+// consumer 1 runs a tile behind:
+//   consumer 0: [K full] S(j) -> K empty, Scores next (slot of j - 1); softmax; P(j); O0 += P V0(j)
+//   consumer 1: [P full slot] [Scores next slot] O1 += P V1(j) -> V1 empty, P empty
+// so that P V1(j) runs under the softmax of tile j + 1 instead of beside S(j + 1).
 // Scores are kept in the log2 domain (scaled by softmax scale * log2 e). A warp masks them only
 // where one of its rows may not see the whole tile, and O is rescaled only when a row's reference
 // maximum moves (kRescaleThreshold): both decided per warp, as consumer 0's softmax paces the CTA.
@@ -64,6 +69,11 @@ struct ForwardKernel {
   static_assert(!kShareKv || kCluster == 1, "K and V are shared by the CTAs of row tiles, not of head dims");
   static_assert(kSplit == kEvenSplit || kSplit == kSkewedSplit, "an even or a skewed split");
   static constexpr int kKvCtas = kShareKv ? kKvSharingCtas : 1;  // CTAs that read each K and V buffer
+  // One CTA that shares nothing loads V in two parts, consumer 0's blocks and consumer 1's, each
+  // with its own full and empty barriers: a consumer's next V loads as soon as that consumer is
+  // done with its part, and with p.overlap consumer 1 runs a tile behind consumer 0.
+  static constexpr bool kSplitValues = kCluster == 1 && !kShareKv;
+  static constexpr int kBlocks0 = kColumns0 / kBlockColumns;  // consumer 0's V blocks
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
   struct Shared {
@@ -149,17 +159,46 @@ struct ForwardKernel {
       load(&p.kMap, s.k + slot * p.kBufferBytes, at.qk, tile, tile >= kBuffers, kKEmpty0 + slot,
            (ring.use(tile) - 1) & 1, kKFull0 + slot);
     };
-    const auto loadValues = [&](int tile) { load(&p.vMap, s.v, at.v, tile, tile > 0, kVEmpty, (tile - 1) & 1, kVFull); };
-    if constexpr (kBuffers == 1) {
+    // V of tile `tile`, or part `part` of it (kSplitValues: consumer 0's blocks, then consumer
+    // 1's; an instance's d_v is above 256, so consumer 1 has at least one block of any problem's).
+    const auto loadValues = [&](int tile, int part) {
+      BlockShare blocks = at.v;
+      if constexpr (kSplitValues) blocks = part == 0 ? BlockShare{at.v.first, kBlocks0}
+                                                     : BlockShare{at.v.first + kBlocks0, at.v.count - kBlocks0};
+      load(&p.vMap, s.v + part * kBlocks0 * kBlockBytes, blocks, tile, tile > 0, kVEmpty0 + part, (tile - 1) & 1,
+           kVFull0 + part);
+    };
+    if constexpr (kSplitValues) {
+      if (p.overlap) {
+        // Consumer 1 releases its part of V(j - 1) only under the softmax of tile j, after S(j)
+        // released K: K(j + 1), then V(j)'s second part, then V(j + 1)'s first, in the order of
+        // their releases.
+        if (at.tiles > 0) {
+          loadKeys(0);
+          loadValues(0, 0);
+        }
+        for (int tile = 0; tile < at.tiles; ++tile) {
+          if (tile + 1 < at.tiles) loadKeys(tile + 1);
+          loadValues(tile, 1);
+          if (tile + 1 < at.tiles) loadValues(tile + 1, 0);
+        }
+      } else {
+        for (int tile = 0; tile < at.tiles; ++tile) {
+          loadKeys(tile);
+          loadValues(tile, 0);
+          loadValues(tile, 1);
+        }
+      }
+    } else if constexpr (kBuffers == 1) {
       for (int tile = 0; tile < at.tiles; ++tile) {
         loadKeys(tile);
-        loadValues(tile);
+        loadValues(tile, 0);
       }
     } else {
       if (at.tiles > 0) loadKeys(0);
       for (int tile = 0; tile < at.tiles; ++tile) {
         if (tile + 1 < at.tiles) loadKeys(tile + 1);
-        loadValues(tile);
+        loadValues(tile, 0);
       }
     }
   }
@@ -249,6 +288,8 @@ struct ForwardKernel {
         mbarrierWait(s.barrier(kKFull0 + slot), kRing.use(tile) & 1);
         scoreProduct<Tag>(score, s.q, s.k + slot * p.kBufferBytes, at.qk.count);
         release(s.barrier(kKEmpty0 + slot));
+        // S(j) is done: consumer 1 may start P V(j - 1) (p.overlap).
+        if (kSplitValues && p.overlap && tile > 0) mbarrierArrive(s.barrier(kScoresNext0 + ((tile - 1) & 1)));
         if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
@@ -328,7 +369,7 @@ struct ForwardKernel {
         if (next) mbarrierWait(s.barrier(kKFull0 + nextSlot), kRing.use(tile + 1) & 1);
         issueScoreProduct<Tag, true>(score, s.q, s.k + nextSlot * p.kBufferBytes, nextBlocks);
       }
-      mbarrierWait(s.barrier(kVFull), tile & 1);
+      mbarrierWait(s.barrier(kVFull0), tile & 1);
       issueKeyProduct<kColumns0, Tag>(o, pSlot, s.v);
       if constexpr (kCluster > 1) {
         wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
@@ -340,7 +381,7 @@ struct ForwardKernel {
       }
       wgmmaWait<0>();
       wgmmaFenceOperands(o);
-      release(s.barrier(kVEmpty));
+      release(s.barrier(kVEmpty0));
       if constexpr (kCluster > 1) {
         if (next) receivePartial(s.exchange, score, partner, tile + 1, at.tiles);
       }
@@ -376,15 +417,23 @@ struct ForwardKernel {
     const Lane me = lane();
     float o[kColumns1 / 2];
     for (float& value : o) value = 0.0f;
+    // Its part of V: the second (kSplitValues), or all of it.
+    constexpr int kPart = kSplitValues ? 1 : 0;
     for (int tile = 0; tile < at.tiles; ++tile) {
       const int slot = tile & 1;
       mbarrierWait(s.barrier(kPFull0 + slot), (tile / 2) & 1);
+      // p.overlap: P V(j) waits for consumer 0 to complete S(j + 1), so that it runs under the
+      // softmax of tile j + 1, where the tensor cores have nothing else to do, rather than beside
+      // S(j + 1), which the softmax waits for. (The barrier of the slot cannot run a phase ahead:
+      // S(j + 3) needs P(j + 2) in this slot, which this P V must release first.)
+      if (kSplitValues && p.overlap && tile + 1 < at.tiles) {
+        mbarrierWait(s.barrier(kScoresNext0 + slot), (tile / 2) & 1);
+      }
       const float factor[2] = {s.rowScale[slot * kRows + me.row(0)], s.rowScale[slot * kRows + me.row(1)]};
       rescale<kColumns1>(o, factor);
-      mbarrierWait(s.barrier(kVFull), tile & 1);
-      accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes,
-                                           s.v + (kColumns0 / kBlockColumns) * kBlockBytes);
-      release(s.barrier(kVEmpty));
+      mbarrierWait(s.barrier(kVFull0 + kPart), tile & 1);
+      accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes, s.v + kBlocks0 * kBlockBytes);
+      release(s.barrier(kVEmpty0 + kPart));
       mbarrierArrive(s.barrier(kPEmpty0 + slot));
     }
     rolesBarrier(1, 256);
@@ -401,9 +450,12 @@ struct ForwardKernel {
         1, 1,                // K full per buffer
         128 * kKvCtas,       // K empty per buffer: consumer 0 (of each CTA sharing K)
         128 * kKvCtas,
-        1, 256 * kKvCtas,    // V full; V empty: both consumers (of each CTA sharing V)
+        1, 1,                // V full per part
+        kSplitValues ? 128 : 256 * kKvCtas,  // V empty: consumer 0 with two parts, else both (of each CTA sharing V)
+        128,                 // V empty, second part: consumer 1
         128, 128,            // P full per slot: consumer 0
         128, 128,            // P empty per slot: consumer 1
+        128, 128,            // Scores next per slot: consumer 0
         1, 128,              // Exchange full: one expect_tx; Exchange empty: the other CTA's consumer 0
     };
     initBarriers<kCluster * kKvCtas>(s.barrier(0), arrivals);

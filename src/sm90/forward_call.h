@@ -40,9 +40,14 @@ struct ForwardCall {
   uint32_t grid[3];
 };
 
+// Whether consumer 1 may run a tile behind consumer 0 for `problem` with `kvSharing`
+// (ForwardArguments::overlap, the "overlap" launch parameter): one CTA that shares no K and V.
+bool overlapApplies(const AttentionProblem& problem, int kvSharing);
+
 // The arguments of one call. Pointers are used as they are (device pointers, or host pointers on
-// the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8); `kvSharing`: kvSharingFor().
+// the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8); `kvSharing`: kvSharingFor();
+// `overlap`: ForwardArguments::overlap (0 where overlapApplies is false).
 ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated = 0, int kvSharing = 1);
+                                int exp2Emulated = 0, int kvSharing = 1, int overlap = 0);
 
 }  // namespace ffpa::sm90

@@ -53,12 +53,12 @@ static_assert(alignof(ForwardParams) % 64 == 0, "CUtensorMap parameters must be 
 
 class ForwardPlan final : public PlanPayload {
  public:
-  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated)
-      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated) {}
+  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated, int overlap)
+      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated), overlap_(overlap) {}
 
   void launch(const LaunchArgs& args) const override {
     const ForwardCall call =
-        describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_, instance_.kvSharing);
+        describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_, instance_.kvSharing, overlap_);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -74,6 +74,7 @@ class ForwardPlan final : public PlanPayload {
   const ForwardInstance& instance_;  // an element of the process-wide instance list
   bool gridDnhb_;
   int exp2Emulated_;
+  int overlap_;
 };
 
 // The instance's layout for `problem` (its shared memory, its K buffers).
@@ -93,6 +94,7 @@ ForwardArguments layoutOf(const AttentionProblem& problem) {
 struct LaunchChoice {
   int kvSharing;
   int split;
+  int overlap;  // ForwardArguments::overlap, where overlapApplies
 };
 
 LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
@@ -100,24 +102,28 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
   const int defaultSplit = defaultForwardSplit(clusterSizeFor(instanceHeadDimV(problem.headDimV)));
   int split = defaultSplit;
+  int overlap = 0;
   // Only where a choice exists does a launch config decide anything (and get named in the plan).
   const bool sharable = kvSharingFor(problem, true) > 1;
-  if (sharable || splitTunable(problem, 1)) {
+  if (sharable || splitTunable(problem, 1) || overlapApplies(problem, 1)) {
     sm80::applyTunedConfig(
         r, kForwardVariantName,
         {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
-         {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }}},
+         {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
+         {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }}},
         notes);
   }
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
   if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
-  return {kvSharing, split};
+  if (!overlapApplies(problem, kvSharing)) overlap = 0;
+  return {kvSharing, split, overlap};
 }
 
 // What the planner decided, or why not.
 struct Resolution {
   Support support;
   const ForwardInstance* instance = nullptr;
+  int overlap = 0;
   bool gridDnhb = false;
   std::string notes;  // adaptations of knobs left at their defaults
 };
@@ -138,6 +144,7 @@ Resolution resolve(const PlanRequest& r) {
   Resolution d;
   const LaunchChoice choice = launchChoiceOf(r, d.notes);
   d.instance = findInstance(problem, choice.kvSharing, choice.split);
+  d.overlap = choice.overlap;
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
   const uint32_t shared = layoutOf(problem).sharedBytes;
@@ -156,20 +163,24 @@ Resolution resolve(const PlanRequest& r) {
 
 Support supports(const PlanRequest& r) { return resolve(r).support; }
 
-// Runtime autotune's search space: where the consumers' split is a choice, each split of the
-// kernel that does not share K and V; where sharing applies, the kernel that shares them (which
-// splits evenly). Empty where neither applies: nothing to tune.
+// Runtime autotune's search space: for the kernel that does not share K and V, each split of
+// the columns where the split is a choice, each with and without the consumers' overlap where
+// that applies (one CTA); where sharing applies, also the kernel that shares them (which splits
+// evenly and does not overlap). Empty where nothing applies: nothing to tune.
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const bool sharing = kvSharingFor(r.problem, true) > 1;
   std::vector<tuning::LaunchConfig> all;
-  if (splitTunable(r.problem, 1)) {
-    for (const int split : {kEvenSplit, kSkewedSplit}) {
-      tuning::LaunchConfig config{{"split", split}};
+  const std::vector<int> splits =
+      splitTunable(r.problem, 1) ? std::vector<int>{kEvenSplit, kSkewedSplit} : std::vector<int>{-1};
+  const std::vector<int> overlaps = overlapApplies(r.problem, 1) ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  for (const int split : splits) {
+    for (const int overlap : overlaps) {
+      tuning::LaunchConfig config;
+      if (split >= 0) config["split"] = split;
+      if (overlap >= 0) config["overlap"] = overlap;
       if (sharing) config["kv_multicast"] = 0;
-      all.push_back(std::move(config));
+      if (!config.empty()) all.push_back(std::move(config));
     }
-  } else if (sharing) {
-    all.push_back({{"kv_multicast", 0}});
   }
   if (sharing) all.push_back({{"kv_multicast", 1}});
   return all;
@@ -194,11 +205,12 @@ Plan plan(const PlanRequest& r) {
                     forwardConsumer0Columns(ctaColumns, instance.split), "+",
                     forwardConsumer1Columns(ctaColumns, instance.split),
                     splitTunable(r.problem, instance.kvSharing) ? cat(" split=", instance.split == kEvenSplit ? "even" : "skewed") : std::string(),
+                    overlapApplies(r.problem, instance.kvSharing) ? cat(" overlap=", d.overlap) : std::string(),
                     columnCtas > 1 ? cat(" exchange=S:dsmem k_buffers=", layout.kBuffers) : "",
                     shared ? " kv=multicast:2 row tiles" : "", " smem=", layout.sharedBytes, " tma=64x64 swizzle=128B wgmma=m64n64k16",
                     " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
                     d.notes);
-  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated);
+  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap);
   return plan;
 }
 

@@ -952,7 +952,9 @@ std::string forward_entry(const char* kernel, const char* dtype, int head_dim, c
 
 // Runs `test` on `handle`, which must plan `kernel` for it, against float64 attention with the
 // bounds of fp32 accumulation.
-void check_planned_forward(Handle& handle, Workspace& workspace, const TestCase& test, const std::string& kernel) {
+// `setting`: a part the plan's config must name besides "tuned(" (none when empty).
+void check_planned_forward(Handle& handle, Workspace& workspace, const TestCase& test, const std::string& kernel,
+                           const std::string& setting = "") {
   const std::string context = test.to_string() + " [" + kernel + "]";
   if (!runs_on_this_build(context, test.config.problem.dim_v)) return;
   DeviceProblem problem(test.config);
@@ -963,6 +965,7 @@ void check_planned_forward(Handle& handle, Workspace& workspace, const TestCase&
   if (planned != kernel) return;
   const std::string config = planned_config(handle, descriptors);
   CHECK_MESSAGE(config.find("tuned(") != std::string::npos, context << ": no tuned config in " << config);
+  CHECK_MESSAGE(config.find(setting) != std::string::npos, context << ": no " << setting << " in " << config);
   problem.forward(handle, workspace, test.with_lse);
   const CpuForward exact = cpu_forward(problem);
   const double rounding = rounding_error(exact.o, test.config.dtype).rel_l2;
@@ -997,34 +1000,52 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
   }
   if (!hopper_runs_here()) return;
   // The Hopper forward with the split of the columns between its consumers that is not the
-  // default: one CTA skewed (consumer 1 with 320 columns at d_v 512), clusters even.
+  // default: one CTA skewed (consumer 1 with 320 columns at d_v 512), clusters even; and one CTA
+  // whose consumer 1 runs a tile behind (overlap), with either split.
   const std::string skewed = R"({"split": 1})", even = R"({"split": 0})";
+  const std::string skewedOverlap = R"({"split": 1, "overlap": 1})", overlap = R"({"overlap": 1})";
   const TunedConfigDirectory dir(
-      "split", forward_entry("sm90.forward", "bf16", 512, skewed) + "," + forward_entry("sm90.forward", "fp16", 448, skewed) +
-                   "," + forward_entry("sm90.forward", "bf16", 1024, even) + "," +
+      "split", forward_entry("sm90.forward", "bf16", 512, skewedOverlap) + "," +
+                   forward_entry("sm90.forward", "fp16", 448, skewed) + "," +
+                   forward_entry("sm90.forward", "fp16", 384, overlap) + "," +
+                   forward_entry("sm90.forward", "bf16", 320, overlap) + "," +
+                   forward_entry("sm90.forward", "bf16", 1024, even) + "," +
                    forward_entry("sm90.forward", "fp16", 768, even));
   Handle handle;
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   dir.use(handle);
-  const std::pair<TestCase, const char*> cases[] = {
+  struct Case {
+    TestCase test;
+    const char* kernel;
+    const char* setting;
+  };
+  const Case cases[] = {
       {{make_config(attention_shape(1, 4, 2, 300, 700, 576, 512, CausalMask::bottom_right), DType::bfloat16,
                     LayoutKind::bhnd, 0.0),
         true, 46410},
-       "sm90.forward.bf16.d512.skewed"},
+       "sm90.forward.bf16.d512.skewed", "overlap=1"},
+      {{make_config(attention_shape(2, 3, 1, 333, 901, 384, 384, CausalMask::none), DType::float16,
+                    LayoutKind::bnhd, 0.0),
+        true, 46414},
+       "sm90.forward.f16.d384", "split=even overlap=1"},
+      {{make_config(attention_shape(1, 2, 2, 190, 260, 64, 304, CausalMask::top_left), DType::bfloat16,
+                    LayoutKind::padded_aligned, 0.0),
+        false, 46415},
+       "sm90.forward.bf16.d320", "overlap=1"},
       {{make_config(attention_shape(2, 2, 1, 257, 193, 448, 432, CausalMask::top_left), DType::float16,
                     LayoutKind::bnhd, 0.0),
         true, 46411},
-       "sm90.forward.f16.d448.skewed"},
+       "sm90.forward.f16.d448.skewed", "overlap=0"},
       {{make_config(attention_shape(1, 2, 1, 200, 333, 1024, 1008, CausalMask::none), DType::bfloat16,
                     LayoutKind::padded_aligned, 0.0),
         true, 46412},
-       "sm90.forward.bf16.d1024.even"},
+       "sm90.forward.bf16.d1024.even", "k_buffers=1"},
       {{make_config(attention_shape(1, 3, 3, 129, 70, 768, 768, CausalMask::bottom_right), DType::float16,
                     LayoutKind::bhnd, 0.0),
         false, 46413},
-       "sm90.forward.f16.d768.even"},
+       "sm90.forward.f16.d768.even", "k_buffers=2"},
   };
-  for (const auto& [test, kernel] : cases) check_planned_forward(handle, workspace, test, kernel);
+  for (const Case& c : cases) check_planned_forward(handle, workspace, c.test, c.kernel, c.setting);
 }
 
 TEST_SUITE_END();

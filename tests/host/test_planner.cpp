@@ -324,11 +324,13 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
     MESSAGE("skipped: " << support.reason);
     return;
   }
-  // d_v 512: each split of the kernel of one CTA per row tile, and the kernel that shares K and V
-  // (which splits evenly).
+  // d_v 512: each split of the kernel of one CTA per row tile, with and without the consumers'
+  // overlap, and the kernel that shares K and V (which splits evenly and does not overlap).
   const std::vector<tuning::LaunchConfig> candidates = sm90->candidates(request);
-  CHECK(candidates == std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}, {"split", 0}},
-                                                        {{"kv_multicast", 0}, {"split", 1}},
+  CHECK(candidates == std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}, {"overlap", 0}, {"split", 0}},
+                                                        {{"kv_multicast", 0}, {"overlap", 1}, {"split", 0}},
+                                                        {{"kv_multicast", 0}, {"overlap", 0}, {"split", 1}},
+                                                        {{"kv_multicast", 0}, {"overlap", 1}, {"split", 1}},
                                                         {{"kv_multicast", 1}}});
   // Sharing is faster on this timer: the plan and its tuned entry share K and V.
   class SharingFaster : public CandidateTimer {
@@ -340,10 +342,12 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
   CHECK(tuned.kernel == "sm90.forward.f16.d512.kv2");
   REQUIRE(tuned.tuned != nullptr);
   CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 1}});
-  // d_v 320: the two splits agree, sharing alone is a choice.
+  // d_v 320: the two splits agree, the overlap and sharing are the choices.
   const AttentionProblem narrow = packedProblem(320);
   CHECK(sm90->candidates({narrow, policy, hopper(), nullptr}) ==
-        std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}}, {{"kv_multicast", 1}}});
+        std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}, {"overlap", 0}},
+                                          {{"kv_multicast", 0}, {"overlap", 1}},
+                                          {{"kv_multicast", 1}}});
   // Above 512 (clusters that split the head dims, sharing no K and V) the splits are the choice,
   // where they differ.
   const AttentionProblem wide = packedProblem(1024);
@@ -359,7 +363,7 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
   const Plan tunedSplit = skewed.plan({packedProblem(448), policy, hopper(), nullptr});
   CHECK(tunedSplit.kernel == "sm90.forward.f16.d448.skewed");
   REQUIRE(tunedSplit.tuned != nullptr);
-  CHECK(tunedSplit.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"split", 1}});
+  CHECK(tunedSplit.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"overlap", 0}, {"split", 1}});
 }
 
 TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step, half of it and twice it") {

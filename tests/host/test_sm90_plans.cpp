@@ -100,7 +100,10 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   const Problem p512(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
   CHECK_HAS(describeForward(h, p512).config, "columns=256+256 split=even");
   const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
-  CHECK_HAS(describeForward(h, p320).config, "columns=128+192 smem=");  // the two splits agree: none named
+  // The two splits agree at 320: none named. One CTA names whether its consumers overlap (off by
+  // default; the "overlap" launch parameter).
+  CHECK_HAS(describeForward(h, p320).config, "columns=128+192 overlap=0 smem=");
+  CHECK_HAS(describeForward(h, p512).config, "split=even overlap=0 smem=");
   CHECK_HAS(describeForward(h, p512).config, "cluster=1 ");
   // Above 512, two CTAs of a cluster split the head dims and exchange partial scores; the grid
   // has two CTAs per 64 rows.
@@ -112,7 +115,7 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   // Up to 384 columns of d_qk per CTA shared memory holds a second K buffer (K loads a tile
   // ahead): 640 and 768, not 896 and 1024.
   const Problem p640(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 640, 640);
-  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=128+192 exchange=S:dsmem k_buffers=2 smem=198504 ");
+  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=128+192 exchange=S:dsmem k_buffers=2 smem=198536 ");
   const Problem p768(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 768, 768);
   CHECK_HAS(describeForward(h, p768).config, "cluster=2 columns=128+256 split=skewed exchange=S:dsmem k_buffers=2");
   // d_qk decides: 1024 / 640 keeps half of 1024 per CTA, one buffer.

@@ -171,9 +171,9 @@ struct ForwardArguments : ProblemSizes {
   // Of every 8 score exponentials of a row (a thread's 8 column groups), how many exp2Polynomial
   // computes instead of the special-function unit: 0..8 (FFPA_POLICY_EXP2_EMULATION).
   int32_t exp2Emulated;
-  // One CTA without shared K and V: 1 makes consumer 1's P V of tile j wait until consumer 0 has
-  // completed S(j + 1), so that it runs under consumer 0's softmax of tile j + 1 instead of beside
-  // S(j + 1) (the "overlap" launch parameter; 0 otherwise).
+  // One CTA without shared K and V: 1 (the default) makes consumer 1's P V of tile j wait until
+  // consumer 0 has completed S(j + 1), so that it runs under consumer 0's softmax of tile j + 1
+  // instead of beside S(j + 1) (the "overlap" launch parameter; 0 in every other kernel).
   int32_t overlap;
   SlicedTiles sliced;  // the queries' tiles
 

@@ -1001,13 +1001,14 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
   if (!hopper_runs_here()) return;
   // The Hopper forward with the split of the columns between its consumers that is not the
   // default: one CTA skewed (consumer 1 with 320 columns at d_v 512), clusters even; and one CTA
-  // whose consumer 1 runs a tile behind (overlap), with either split.
-  const std::string skewed = R"({"split": 1})", even = R"({"split": 0})";
+  // whose consumer 1 runs a tile behind (overlap, the default) or not, with either split.
+  const std::string even = R"({"split": 0})";
   const std::string skewedOverlap = R"({"split": 1, "overlap": 1})", overlap = R"({"overlap": 1})";
+  const std::string skewedApart = R"({"split": 1, "overlap": 0})", apart = R"({"overlap": 0})";
   const TunedConfigDirectory dir(
       "split", forward_entry("sm90.forward", "bf16", 512, skewedOverlap) + "," +
-                   forward_entry("sm90.forward", "fp16", 448, skewed) + "," +
-                   forward_entry("sm90.forward", "fp16", 384, overlap) + "," +
+                   forward_entry("sm90.forward", "fp16", 448, skewedApart) + "," +
+                   forward_entry("sm90.forward", "fp16", 384, apart) + "," +
                    forward_entry("sm90.forward", "bf16", 320, overlap) + "," +
                    forward_entry("sm90.forward", "bf16", 1024, even) + "," +
                    forward_entry("sm90.forward", "fp16", 768, even));
@@ -1027,7 +1028,7 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
       {{make_config(attention_shape(2, 3, 1, 333, 901, 384, 384, CausalMask::none), DType::float16,
                     LayoutKind::bnhd, 0.0),
         true, 46414},
-       "sm90.forward.f16.d384", "split=even overlap=1"},
+       "sm90.forward.f16.d384", "split=even overlap=0"},
       {{make_config(attention_shape(1, 2, 2, 190, 260, 64, 304, CausalMask::top_left), DType::bfloat16,
                     LayoutKind::padded_aligned, 0.0),
         false, 46415},

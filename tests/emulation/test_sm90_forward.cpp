@@ -76,8 +76,9 @@ int launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::s
   }
 }
 
+// split, overlap: -1 for the planner's default.
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}, int split = -1,
-                       int overlap = 0) {
+                       int overlap = -1) {
   ForwardTensors t = forwardTensors(c);
   if (edit) edit(t);
   // The case's slices as the library holds them, read by the emulated kernel from the host.
@@ -100,6 +101,7 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
     if (knob == FFPA_POLICY_EXP2_EMULATION) exp2Emulated = static_cast<int>(value);
     if (knob == FFPA_POLICY_HOPPER_KV_MULTICAST) kvSharing = ffpa::sm90::kvSharingFor(problem, value != 0);
   }
+  if (overlap < 0) overlap = ffpa::sm90::overlapApplies(problem, kvSharing) ? 1 : 0;
   const ffpa::sm90::ForwardCall call =
       ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap);
   ffpa::sm90::ForwardParams params;
@@ -138,7 +140,7 @@ AttentionCase sweepCase(int index, const int (&dim)[2], DType dtype, int kvLengt
   return c;
 }
 
-void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1, int overlap = 0) {
+void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1, int overlap = -1) {
   try {
     checkForward(c, runSm90(c, gridDnhb, {}, split, overlap));
   } catch (const std::exception& e) {
@@ -200,20 +202,22 @@ TEST_CASE("sm90 forward: the consumers' other split of the columns, one CTA and 
   runAndCheckSm90(c, false, ffpa::sm90::kEvenSplit);
 }
 
-TEST_CASE("sm90 forward: one CTA whose consumer 1 runs a tile behind (overlap), each split, shuffled orders") {
-  // Consumer 1's P V of tile j waits until consumer 0 completed S(j + 1), and V goes in two parts
-  // reloaded as each consumer is done with its own; the producer loads K(j + 1), V(j)'s second
-  // part and V(j + 1)'s first in the order of their releases. Tails, masks (a causal last tile
-  // masked for some rows), d_qk != d_v, both splits; seeded schedules run the warpgroups in
-  // random orders, where a consumer 1 that did not wait, or a producer that did not wait for a
-  // release, reads or overwrites a tile in flight.
+TEST_CASE("sm90 forward: one CTA with and without its consumers overlapped, each split, shuffled orders") {
+  // Overlapped (the default, which the other cases run), consumer 1's P V of tile j waits until
+  // consumer 0 completed S(j + 1); either way V goes in two parts reloaded as each consumer is
+  // done with its own, and overlapped the producer loads K(j + 1), V(j)'s second part and
+  // V(j + 1)'s first in the order of their releases. Tails, masks (a causal last tile masked for
+  // some rows), d_qk != d_v, both splits; seeded schedules run the warpgroups in random orders,
+  // where a producer that did not wait for a release, or a consumer that waited on the other
+  // part of V, overwrites or reads a tile in flight.
   const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {64, 272}};
   int index = 0;
   for (const auto& dim : dims) {
     for (const int split : {ffpa::sm90::kEvenSplit, ffpa::sm90::kSkewedSplit}) {
       AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 300, 1300);
       c.scheduleSeed = index % 3 == 0 ? 0 : 20 + index;
-      runAndCheckSm90(c, index % 2 == 1, ffpa::sm90::forwardSplitsDiffer(ffpa::sm90::instanceHeadDimV(dim[1])) ? split : -1, 1);
+      const int chosenSplit = ffpa::sm90::forwardSplitsDiffer(ffpa::sm90::instanceHeadDimV(dim[1])) ? split : -1;
+      for (const int overlap : {0, 1}) runAndCheckSm90(c, index % 2 == 1, chosenSplit, overlap);
       ++index;
     }
   }

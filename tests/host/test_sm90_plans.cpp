@@ -100,10 +100,10 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   const Problem p512(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
   CHECK_HAS(describeForward(h, p512).config, "columns=256+256 split=even");
   const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
-  // The two splits agree at 320: none named. One CTA names whether its consumers overlap (off by
+  // The two splits agree at 320: none named. One CTA names whether its consumers overlap (on by
   // default; the "overlap" launch parameter).
-  CHECK_HAS(describeForward(h, p320).config, "columns=128+192 overlap=0 smem=");
-  CHECK_HAS(describeForward(h, p512).config, "split=even overlap=0 smem=");
+  CHECK_HAS(describeForward(h, p320).config, "columns=128+192 overlap=1 smem=");
+  CHECK_HAS(describeForward(h, p512).config, "split=even overlap=1 smem=");
   CHECK_HAS(describeForward(h, p512).config, "cluster=1 ");
   // Above 512, two CTAs of a cluster split the head dims and exchange partial scores; the grid
   // has two CTAs per 64 rows.

@@ -191,7 +191,7 @@ TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the c
       {512, 1, "sm90.forward.bf16.d512.skewed", "cluster=1 columns=192+320 split=skewed"},
       {448, 1, "sm90.forward.bf16.d448.skewed", "columns=128+320 split=skewed"},
       {384, 1, "sm90.forward.bf16.d384.skewed", "columns=128+256 split=skewed"},
-      {320, 1, "sm90.forward.bf16.d320", "columns=128+192 overlap=0 smem="},
+      {320, 1, "sm90.forward.bf16.d320", "columns=128+192 overlap=1 smem="},
       {1024, 0, "sm90.forward.bf16.d1024.even", "cluster=2 columns=256+256 split=even"},
       {896, 0, "sm90.forward.bf16.d896.even", "columns=192+256 split=even"},
       {768, 0, "sm90.forward.bf16.d768.even", "columns=192+192 split=even"},

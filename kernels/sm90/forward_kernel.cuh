@@ -9,12 +9,13 @@
 //               rescale O0; [V full] O0[64, C0] += P V[:, 0:C0] -> V empty
 //   consumer 1: [P full slot] rescale O1; [V full] O1[64, C1] += P V[:, C0:] -> V empty, P empty
 // K(j+1) thus loads during the softmax and P V of tile j, V(j+1) during S(j+1). (A cluster with
-// two K buffers loads K(j+1) into the other a tile earlier: see produceKeyTiles.) One CTA loads V
-// in two parts, consumer 0's blocks and consumer 1's (kSplitValues), and with p.overlap
-// consumer 1 runs a tile behind:
+// two K buffers loads K(j+1) into the other a tile earlier: see produceKeyTiles.) A kernel that
+// shares no K and V loads V in two parts, consumer 0's blocks and consumer 1's (kSplitValues),
+// and with p.overlap consumer 1 runs a tile behind:
 //   consumer 0: [K full] S(j) -> K empty, Scores next (slot of j - 1); softmax; P(j); O0 += P V0(j)
 //   consumer 1: [P full slot] [Scores next slot] O1 += P V1(j) -> V1 empty, P empty
-// so that P V1(j) runs under the softmax of tile j + 1 instead of beside S(j + 1).
+// so that P V1(j) runs under the softmax of tile j + 1 instead of beside S(j + 1) (in a cluster,
+// where consumer 0 completes S(j + 1) in iteration j, also under the partial's round trip).
 // Scores are kept in the log2 domain (scaled by softmax scale * log2 e). A warp masks them only
 // where one of its rows may not see the whole tile, and O is rescaled only when a row's reference
 // maximum moves (kRescaleThreshold): both decided per warp, as consumer 0's softmax paces the CTA.
@@ -69,10 +70,10 @@ struct ForwardKernel {
   static_assert(!kShareKv || kCluster == 1, "K and V are shared by the CTAs of row tiles, not of head dims");
   static_assert(kSplit == kEvenSplit || kSplit == kSkewedSplit, "an even or a skewed split");
   static constexpr int kKvCtas = kShareKv ? kKvSharingCtas : 1;  // CTAs that read each K and V buffer
-  // One CTA that shares nothing loads V in two parts, consumer 0's blocks and consumer 1's, each
-  // with its own full and empty barriers: a consumer's next V loads as soon as that consumer is
-  // done with its part, and with p.overlap consumer 1 runs a tile behind consumer 0.
-  static constexpr bool kSplitValues = kCluster == 1 && !kShareKv;
+  // A kernel that shares no K and V loads V in two parts, consumer 0's blocks and consumer 1's,
+  // each with its own full and empty barriers: a consumer's next V loads as soon as that consumer
+  // is done with its part, and with p.overlap consumer 1 runs a tile behind consumer 0.
+  static constexpr bool kSplitValues = !kShareKv;
   static constexpr int kBlocks0 = kColumns0 / kBlockColumns;  // consumer 0's V blocks
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
@@ -134,19 +135,24 @@ struct ForwardKernel {
     produceKeyTiles<1>(p, s, at);
   }
 
-  // K and V of every KV tile, each into its buffer once the consumers released what it held. One
-  // K buffer: K(j), then V(j). Two (clusters, forwardLayout): K runs a tile ahead, K(j + 1) before
-  // V(j), so that K(j + 1) waits only for S(j - 1) to complete (its buffer's last use), not for
-  // P V(j - 1) as V(j) does. kBuffers is a compile-time count: the producer has few registers.
+  // K and V of every KV tile, each into its buffer once the consumers released what it held, in
+  // the order of those releases, so that a load whose buffer is free never waits behind one whose
+  // buffer is not. kBuffers is a compile-time count: the producer has few registers.
+  //   one CTA:              K(j), V(j) (or its parts: kSplitValues);
+  //   one CTA, p.overlap:   K(j + 1), V(j)'s second part, V(j + 1)'s first: consumer 1 releases
+  //                         its part of V(j - 1) only under the softmax of tile j, after S(j);
+  //   clusters:             K(j + 1), V(j)'s parts: consumer 0 issues S(j + 1) in iteration j.
+  //                         With two K buffers K(j + 1) waits only for S(j - 1), a tile earlier
+  //                         than its single buffer's S(j).
   template <int kBuffers>
   static FFPA_DEVICE void produceKeyTiles(const ForwardParams& p, const Shared& s, const Position& at) {
     const BufferRing ring{kBuffers};
     // K or V of tile `tile` into the buffer at `shared`, after the release of its last use
     // (`empty`'s phase `parity`) where `reuse`.
-    const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int tile, bool reuse,
+    // Shared K and V serve no slices: the tiles follow each other from key 0.
+    const auto firstKeyOf = [&](int tile) { return kShareKv ? tile * kKeys : keyTileOf(p.sliced, at, tile).firstKey; };
+    const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int firstKey, bool reuse,
                           int empty, int parity, int full) {
-      // Shared K and V serve no slices: the tiles follow each other from key 0.
-      const int firstKey = kShareKv ? tile * kKeys : keyTileOf(p.sliced, at, tile).firstKey;
       if (reuse) mbarrierWait(s.barrier(empty), parity);  // with shared K and V: both CTAs' releases
       if constexpr (kShareKv) {
         loadSharedBlocks(map, shared, blocks, firstKey, at.kvHead, at.batch, s.barrier(full), at.rank);
@@ -156,23 +162,29 @@ struct ForwardKernel {
     };
     const auto loadKeys = [&](int tile) {
       const int slot = ring.slot(tile);
-      load(&p.kMap, s.k + slot * p.kBufferBytes, at.qk, tile, tile >= kBuffers, kKEmpty0 + slot,
+      load(&p.kMap, s.k + slot * p.kBufferBytes, at.qk, firstKeyOf(tile), tile >= kBuffers, kKEmpty0 + slot,
            (ring.use(tile) - 1) & 1, kKFull0 + slot);
     };
     // V of tile `tile`, or part `part` of it (kSplitValues: consumer 0's blocks, then consumer
-    // 1's; an instance's d_v is above 256, so consumer 1 has at least one block of any problem's).
+    // 1's; every CTA holds more than consumer 0's blocks of any problem its instance serves: d_v
+    // above 256 on one CTA, above 512 on two).
     const auto loadValues = [&](int tile, int part) {
       BlockShare blocks = at.v;
       if constexpr (kSplitValues) blocks = part == 0 ? BlockShare{at.v.first, kBlocks0}
                                                      : BlockShare{at.v.first + kBlocks0, at.v.count - kBlocks0};
-      load(&p.vMap, s.v + part * kBlocks0 * kBlockBytes, blocks, tile, tile > 0, kVEmpty0 + part, (tile - 1) & 1,
-           kVFull0 + part);
+      load(&p.vMap, s.v + part * kBlocks0 * kBlockBytes, blocks, firstKeyOf(tile), tile > 0, kVEmpty0 + part,
+           (tile - 1) & 1, kVFull0 + part);
     };
-    if constexpr (kSplitValues) {
+    if constexpr (kCluster > 1) {
+      if (at.tiles > 0) loadKeys(0);
+      for (int tile = 0; tile < at.tiles; ++tile) {
+        if (tile + 1 < at.tiles) loadKeys(tile + 1);
+        // One copy of the code for both parts: the producer has 24 registers.
+#pragma unroll 1
+        for (int part = 0; part < 2; ++part) loadValues(tile, part);
+      }
+    } else if constexpr (kSplitValues) {
       if (p.overlap) {
-        // Consumer 1 releases its part of V(j - 1) only under the softmax of tile j, after S(j)
-        // released K: K(j + 1), then V(j)'s second part, then V(j + 1)'s first, in the order of
-        // their releases.
         if (at.tiles > 0) {
           loadKeys(0);
           loadValues(0, 0);
@@ -189,15 +201,9 @@ struct ForwardKernel {
           loadValues(tile, 1);
         }
       }
-    } else if constexpr (kBuffers == 1) {
+    } else {
       for (int tile = 0; tile < at.tiles; ++tile) {
         loadKeys(tile);
-        loadValues(tile, 0);
-      }
-    } else {
-      if (at.tiles > 0) loadKeys(0);
-      for (int tile = 0; tile < at.tiles; ++tile) {
-        if (tile + 1 < at.tiles) loadKeys(tile + 1);
         loadValues(tile, 0);
       }
     }
@@ -377,6 +383,11 @@ struct ForwardKernel {
         if (next) {
           release(s.barrier(kKEmpty0 + nextSlot));
           sendPartial(s.exchange, score, partner, tile + 1);
+          // S(j + 1) is done: consumer 1 may start P V(j) (p.overlap), under the round trip of
+          // the partial and the softmax of tile j + 1. (Arrived on whatever p.overlap says: a
+          // phase nobody waits for costs nothing, and the test cost the 256 + 256 column split of
+          // d 1024 a spilled register.)
+          mbarrierArrive(s.barrier(kScoresNext0 + (tile & 1)));
         }
       }
       wgmmaWait<0>();

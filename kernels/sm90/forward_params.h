@@ -133,7 +133,7 @@ enum Barrier : int {
   kKFull1,
   kKEmpty0,  // kKEmpty0 + K buffer: consumer 0 is done with it (S)
   kKEmpty1,
-  kVFull0,   // V; where V goes in two parts (one CTA, K and V not shared), consumer 0's blocks
+  kVFull0,   // V; where V goes in two parts (K and V not shared), consumer 0's blocks
   kVFull1,   // consumer 1's blocks of V (two parts)
   kVEmpty0,  // the consumers are done with V (two parts: consumer 0 with its blocks)
   kVEmpty1,  // consumer 1 is done with its blocks (two parts)
@@ -142,7 +142,7 @@ enum Barrier : int {
   kPEmpty0,  // kPEmpty0 + slot
   kPEmpty1,
   kScoresNext0,  // kScoresNext0 + slot: consumer 0 completed S of the tile after the one whose P
-  kScoresNext1,  // is in the slot (one CTA, overlap)
+  kScoresNext1,  // is in the slot (overlap)
   kExchangeFull,   // the other CTA's partial S has arrived (cluster of two)
   kExchangeEmpty,  // the other CTA has read the partial S this CTA sent it
   kBarrierCount
@@ -171,9 +171,10 @@ struct ForwardArguments : ProblemSizes {
   // Of every 8 score exponentials of a row (a thread's 8 column groups), how many exp2Polynomial
   // computes instead of the special-function unit: 0..8 (FFPA_POLICY_EXP2_EMULATION).
   int32_t exp2Emulated;
-  // One CTA without shared K and V: 1 (the default) makes consumer 1's P V of tile j wait until
+  // A kernel that shares no K and V: 1 (the default) makes consumer 1's P V of tile j wait until
   // consumer 0 has completed S(j + 1), so that it runs under consumer 0's softmax of tile j + 1
-  // instead of beside S(j + 1) (the "overlap" launch parameter; 0 in every other kernel).
+  // (and in a cluster the partial's round trip) instead of beside S(j + 1) (the "overlap" launch
+  // parameter; 0 in the kernels that share K and V).
   int32_t overlap;
   SlicedTiles sliced;  // the queries' tiles
 

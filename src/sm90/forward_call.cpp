@@ -47,9 +47,7 @@ std::string forwardRefusal(const AttentionProblem& p) {
   return {};
 }
 
-bool overlapApplies(const AttentionProblem& p, int kvSharing) {
-  return kvSharing == 1 && clusterSizeFor(static_cast<int>(p.headDimV)) == 1;
-}
+bool overlapApplies(const AttentionProblem&, int kvSharing) { return kvSharing == 1; }
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
                                 int exp2Emulated, int kvSharing, int overlap) {
@@ -65,7 +63,7 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
   require(overlap == 0 || overlapApplies(p, kvSharing), FFPA_STATUS_INTERNAL_ERROR,
-          "the sm90 forward overlaps its consumers only in one CTA that shares no K and V");
+          "the sm90 forward overlaps its consumers only in a kernel that shares no K and V");
   a.overlap = overlap;
   // The kernel that shares K and V walks the keys from 0: it serves no slices (kvSharingFor).
   require(kvSharing == 1 || p.slices == nullptr, FFPA_STATUS_INTERNAL_ERROR,

@@ -41,7 +41,8 @@ struct ForwardCall {
 };
 
 // Whether consumer 1 may run a tile behind consumer 0 for `problem` with `kvSharing`
-// (ForwardArguments::overlap, the "overlap" launch parameter): one CTA that shares no K and V.
+// (ForwardArguments::overlap, the "overlap" launch parameter): a kernel that shares no K and V
+// (one CTA or a cluster that splits the head dims).
 bool overlapApplies(const AttentionProblem& problem, int kvSharing);
 
 // The arguments of one call. Pointers are used as they are (device pointers, or host pointers on

@@ -102,8 +102,8 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
   const int defaultSplit = defaultForwardSplit(clusterSizeFor(instanceHeadDimV(problem.headDimV)));
   int split = defaultSplit;
-  // One CTA overlaps its consumers by default: by the count of kernels.rst, consumer 1's P V under
-  // the softmax takes about a sixth off a tile at d_v 512.
+  // The consumers overlap by default: by the count of kernels.rst, consumer 1's P V under the
+  // softmax takes about a sixth off a tile at d_v 512.
   int overlap = 1;
   // Only where a choice exists does a launch config decide anything (and get named in the plan).
   const bool sharable = kvSharingFor(problem, true) > 1;
@@ -166,8 +166,8 @@ Resolution resolve(const PlanRequest& r) {
 Support supports(const PlanRequest& r) { return resolve(r).support; }
 
 // Runtime autotune's search space: for the kernel that does not share K and V, each split of
-// the columns where the split is a choice, each with and without the consumers' overlap where
-// that applies (one CTA); where sharing applies, also the kernel that shares them (which splits
+// the columns where the split is a choice, each with and without the consumers' overlap; where
+// sharing applies, also the kernel that shares them (which splits
 // evenly and does not overlap). Empty where nothing applies: nothing to tune.
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const bool sharing = kvSharingFor(r.problem, true) > 1;

@@ -202,21 +202,25 @@ TEST_CASE("sm90 forward: the consumers' other split of the columns, one CTA and 
   runAndCheckSm90(c, false, ffpa::sm90::kEvenSplit);
 }
 
-TEST_CASE("sm90 forward: one CTA with and without its consumers overlapped, each split, shuffled orders") {
+TEST_CASE("sm90 forward: consumers with and without the overlap, one CTA and clusters, each split, shuffled orders") {
   // Overlapped (the default, which the other cases run), consumer 1's P V of tile j waits until
   // consumer 0 completed S(j + 1); either way V goes in two parts reloaded as each consumer is
-  // done with its own, and overlapped the producer loads K(j + 1), V(j)'s second part and
-  // V(j + 1)'s first in the order of their releases. Tails, masks (a causal last tile masked for
+  // done with its own, and overlapped on one CTA the producer loads K(j + 1), V(j)'s second part
+  // and V(j + 1)'s first in the order of their releases. Tails, masks (a causal last tile masked for
   // some rows), d_qk != d_v, both splits; seeded schedules run the warpgroups in random orders,
   // where a producer that did not wait for a release, or a consumer that waited on the other
   // part of V, overwrites or reads a tile in flight.
-  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {64, 272}};
+  // Clusters too (d_v 640: two K buffers; 1024 / 656: rank 1 with a partial last block).
+  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {64, 272}, {640, 640},
+                         {1024, 656}};
   int index = 0;
   for (const auto& dim : dims) {
     for (const int split : {ffpa::sm90::kEvenSplit, ffpa::sm90::kSkewedSplit}) {
       AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 300, 1300);
       c.scheduleSeed = index % 3 == 0 ? 0 : 20 + index;
-      const int chosenSplit = ffpa::sm90::forwardSplitsDiffer(ffpa::sm90::instanceHeadDimV(dim[1])) ? split : -1;
+      const int instance = ffpa::sm90::instanceHeadDimV(dim[1]);
+      const int ctaColumns = instance / ffpa::sm90::clusterSizeFor(instance);
+      const int chosenSplit = ffpa::sm90::forwardSplitsDiffer(ctaColumns) ? split : -1;
       for (const int overlap : {0, 1}) runAndCheckSm90(c, index % 2 == 1, chosenSplit, overlap);
       ++index;
     }

@@ -348,12 +348,16 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
         std::vector<tuning::LaunchConfig>{{{"kv_multicast", 0}, {"overlap", 0}},
                                           {{"kv_multicast", 0}, {"overlap", 1}},
                                           {{"kv_multicast", 1}}});
-  // Above 512 (clusters that split the head dims, sharing no K and V) the splits are the choice,
-  // where they differ.
+  // Above 512 (clusters that split the head dims, sharing no K and V) the splits, where they
+  // differ, and the overlap are the choices.
   const AttentionProblem wide = packedProblem(1024);
   CHECK(sm90->candidates({wide, policy, hopper(), nullptr}) ==
-        std::vector<tuning::LaunchConfig>{{{"split", 0}}, {{"split", 1}}});
-  CHECK(sm90->candidates({packedProblem(640), policy, hopper(), nullptr}).empty());
+        std::vector<tuning::LaunchConfig>{{{"overlap", 0}, {"split", 0}},
+                                          {{"overlap", 1}, {"split", 0}},
+                                          {{"overlap", 0}, {"split", 1}},
+                                          {{"overlap", 1}, {"split", 1}}});
+  CHECK(sm90->candidates({packedProblem(640), policy, hopper(), nullptr}) ==
+        std::vector<tuning::LaunchConfig>{{{"overlap", 0}}, {{"overlap", 1}}});
   // The skewed split faster on this timer: the plan and its tuned entry take it.
   class SkewedFaster : public CandidateTimer {
    public:

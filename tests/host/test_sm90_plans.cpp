@@ -100,7 +100,7 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   const Problem p512(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 512);
   CHECK_HAS(describeForward(h, p512).config, "columns=256+256 split=even");
   const Problem p320(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 320, 320);
-  // The two splits agree at 320: none named. One CTA names whether its consumers overlap (on by
+  // The two splits agree at 320: none named. The plan names whether the consumers overlap (on by
   // default; the "overlap" launch parameter).
   CHECK_HAS(describeForward(h, p320).config, "columns=128+192 overlap=1 smem=");
   CHECK_HAS(describeForward(h, p512).config, "split=even overlap=1 smem=");
@@ -111,13 +111,13 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   const Described d1024 = describeForward(h, p1024);
   // In a cluster consumer 1 takes about five eighths of a CTA's columns (consumer 0 also
   // exchanges partial scores).
-  CHECK_HAS(d1024.config, "cluster=2 columns=192+320 split=skewed exchange=S:dsmem k_buffers=1");
+  CHECK_HAS(d1024.config, "cluster=2 columns=192+320 split=skewed overlap=1 exchange=S:dsmem k_buffers=1");
   // Up to 384 columns of d_qk per CTA shared memory holds a second K buffer (K loads a tile
   // ahead): 640 and 768, not 896 and 1024.
   const Problem p640(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 640, 640);
-  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=128+192 exchange=S:dsmem k_buffers=2 smem=198536 ");
+  CHECK_HAS(describeForward(h, p640).config, "cluster=2 columns=128+192 overlap=1 exchange=S:dsmem k_buffers=2 smem=198536 ");
   const Problem p768(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 768, 768);
-  CHECK_HAS(describeForward(h, p768).config, "cluster=2 columns=128+256 split=skewed exchange=S:dsmem k_buffers=2");
+  CHECK_HAS(describeForward(h, p768).config, "cluster=2 columns=128+256 split=skewed overlap=1 exchange=S:dsmem k_buffers=2");
   // d_qk decides: 1024 / 640 keeps half of 1024 per CTA, one buffer.
   const Problem wideQk(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 1024, 640);
   CHECK_HAS(describeForward(h, wideQk).config, "k_buffers=1");

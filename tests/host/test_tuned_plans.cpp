@@ -146,11 +146,13 @@ TEST_CASE("tuned configs: the Hopper forward takes kv_multicast from its entry u
   CHECK(single.kernel == "sm90.forward.bf16.d512");
   CHECK_HAS(single.config, "split=even");
   CHECK_HAS(single.config, "tuned(");
-  // Where there is nothing to choose (d_v 640: its two splits agree, clusters share no K and V),
-  // the entry is not consulted.
+  // d_v 640: its two splits agree and clusters share no K and V, but the consumers' overlap is a
+  // choice: the entry is consulted, and its kv_multicast does not apply there (the overlap keeps
+  // its default).
   const Described wide = describeForward(tuned, Problem(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, 640, 640));
   CHECK(wide.kernel == "sm90.forward.bf16.d640");
-  CHECK_LACKS(wide.config, "tuned(");
+  CHECK_HAS(wide.config, "overlap=1");
+  CHECK_HAS(wide.config, "tuned(");
 }
 
 TEST_CASE("tuned configs: tile_keys picks 32- or 64-key tiles of the mma.sync forward where both are compiled") {
@@ -195,7 +197,7 @@ TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the c
       {1024, 0, "sm90.forward.bf16.d1024.even", "cluster=2 columns=256+256 split=even"},
       {896, 0, "sm90.forward.bf16.d896.even", "columns=192+256 split=even"},
       {768, 0, "sm90.forward.bf16.d768.even", "columns=192+192 split=even"},
-      {640, 0, "sm90.forward.bf16.d640", "columns=128+192 exchange"},
+      {640, 0, "sm90.forward.bf16.d640", "columns=128+192 overlap=1 exchange"},
   };
   std::string entries;
   for (const Case& c : cases) {

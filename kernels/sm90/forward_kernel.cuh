@@ -147,10 +147,10 @@ struct ForwardKernel {
   template <int kBuffers>
   static FFPA_DEVICE void produceKeyTiles(const ForwardParams& p, const Shared& s, const Position& at) {
     const BufferRing ring{kBuffers};
-    // K or V of tile `tile` into the buffer at `shared`, after the release of its last use
-    // (`empty`'s phase `parity`) where `reuse`.
     // Shared K and V serve no slices: the tiles follow each other from key 0.
     const auto firstKeyOf = [&](int tile) { return kShareKv ? tile * kKeys : keyTileOf(p.sliced, at, tile).firstKey; };
+    // K or V rows from `firstKey` into the buffer at `shared`, after the release of its last use
+    // (`empty`'s phase `parity`) where `reuse`.
     const auto load = [&](const TensorMap* map, uint32_t shared, BlockShare blocks, int firstKey, bool reuse,
                           int empty, int parity, int full) {
       if (reuse) mbarrierWait(s.barrier(empty), parity);  // with shared K and V: both CTAs' releases

@@ -224,6 +224,18 @@ BACKWARD_COLUMNS = [("ffpa bwd ms", "ffpa_bwd_ms", "{:.3f}"), ("ffpa bwd TFLOPS"
                     ("bwd max rel vs fp32", "bwd_max_rel", "{:.2e}"), ("bwd check", "bwd_check", "{}")]
 KERNEL_COLUMN = [("ffpa kernel", "kernel", "{}")]
 
+# Launch settings a plan's config names that its kernel's name does not (the Hopper forward's
+# consumer overlap): the kernel column shows them, so that an autotuned run says what won.
+LABELLED_SETTINGS = ("overlap",)
+
+
+def kernel_label(plan):
+    """The plan's kernel, followed by the LABELLED_SETTINGS its config names ("name=value")."""
+    config = plan.items.get("config", "").split()
+    settings = [word for word in config if word.split("=", 1)[0] in LABELLED_SETTINGS]
+    return " ".join([plan.kernel, *settings])
+
+
 
 def columns(backward):
     return COLUMNS + (BACKWARD_COLUMNS if backward else []) + KERNEL_COLUMN
@@ -462,7 +474,7 @@ def ffpa_calls(ffpa, torch, handle, attn, sets, with_backward):
     lse_desc = ffpa.array_view(lses[0]).tensor_desc()
     nbytes = handle.forward_workspace_size(attn, desc, desc, desc, desc, lse_desc)
     workspace = torch.empty(max(nbytes, 1), device=q.device, dtype=torch.uint8)
-    kernel = handle.describe_forward_plan(attn, desc, desc, desc, desc, lse_desc).kernel
+    kernel = kernel_label(handle.describe_forward_plan(attn, desc, desc, desc, desc, lse_desc))
 
     # Per input set: the addresses of Q, K, V, dO, O and LSE.
     ptrs = [[t.data_ptr() if t is not None else 0 for t in (*s, o, lse)] for s, o, lse in zip(sets, outs, lses)]

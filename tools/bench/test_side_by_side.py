@@ -207,3 +207,16 @@ def test_backward_table_has_its_check():
     header = table.splitlines()[0]
     assert "bwd max rel vs fp32" in header and "bwd check" in header
     assert "| 1.00e-02 | ok |" in table.splitlines()[2]
+
+
+class _Plan:
+    def __init__(self, kernel, config):
+        self.kernel = kernel
+        self.items = {"kernel": kernel, "config": config}
+
+
+def test_kernel_label_names_the_settings_the_kernel_name_does_not():
+    hopper = _Plan("sm90.forward.bf16.d512", "Br=64 Bc=64 columns=256+256 split=even overlap=1 smem=209992")
+    assert sbs.kernel_label(hopper) == "sm90.forward.bf16.d512 overlap=1"
+    mma_sync = _Plan("sm80.forward.f16.d128.acc_f32.v_s2r", "Br=128 Bc=32 stages=2")
+    assert sbs.kernel_label(mma_sync) == "sm80.forward.f16.d128.acc_f32.v_s2r"

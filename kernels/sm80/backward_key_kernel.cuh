@@ -119,8 +119,8 @@ struct KeyGradientKernel {
     s.vPanels = p.headDimV / 16;
     s.qkSteps = (s.qkPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
     s.vSteps = (s.vPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
-    s.dvPanels = ownedPanels<kOutPanels, kColWarps>(p.headDimV);
-    s.dkPanels = ownedPanels<kOutPanels, kColWarps>(p.headDimQk);
+    s.dvPanels = ffpa::sm80::ownedPanels(p.headDimV, kColWarps, kOutPanels);
+    s.dkPanels = ffpa::sm80::ownedPanels(p.headDimQk, kColWarps, kOutPanels);
     s.dvSteps = (s.dvPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
     s.dkSteps = (s.dkPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
     return s;

@@ -106,7 +106,7 @@ struct QueryGradientKernel {
     s.vPanels = p.headDimV / 16;
     s.qkSteps = (s.qkPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
     s.vSteps = (s.vPanels + l.scorePanelsPerStep - 1) / l.scorePanelsPerStep;
-    s.outPanels = ownedPanels<kOutPanels, kColWarps>(p.headDimQk);
+    s.outPanels = ffpa::sm80::ownedPanels(p.headDimQk, kColWarps, kOutPanels);
     s.outputSteps = (s.outPanels + l.outputPanelsPerStep - 1) / l.outputPanelsPerStep;
     return s;
   }

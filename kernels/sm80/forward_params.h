@@ -62,11 +62,12 @@ constexpr ForwardShape forwardShape(int headDimV, bool qInRegisters = false, boo
   return {2, 4, 16, roundUp16((headDimV + 3) / 4)};
 }
 
-// The 16-column panels of O below `headDimV` (at most the shape's) that column warp 0 owns, the
-// most of any column warp: column warp c owns panels c, c + colWarps, c + 2 colWarps, ... of O.
-constexpr int ownedPanels(const ForwardShape& shape, int headDimV) {
-  const int panels = ((headDimV + 15) / 16 + shape.colWarps - 1) / shape.colWarps;
-  return panels < shape.warpColumns / 16 ? panels : shape.warpColumns / 16;
+// The 16-column panels of an output `width` columns wide that column warp 0 owns, the most of any
+// of `colWarps` column warps, at most `warpPanels` (a warp's): column warp c owns panels c,
+// c + colWarps, c + 2 colWarps, ... (O here; dQ, dK and dV in the gradient kernels).
+constexpr int ownedPanels(int width, int colWarps, int warpPanels) {
+  const int panels = ((width + 15) / 16 + colWarps - 1) / colWarps;
+  return panels < warpPanels ? panels : warpPanels;
 }
 
 // Whether the shape of d_v `headDimV` comes with 32- and 64-key tiles (forwardShape's wideKeys):
@@ -164,7 +165,7 @@ inline uint32_t forwardLayout(const ForwardShape& shape, const PipelineChoice& c
   // colWarps, ... (column warp 0 the most of those below d_v), so an instance of a wider d_v
   // skips the same number of panels in every column warp (d_v 640 on the 1024 instance: 10 of
   // each warp's 16), whose columns are never stored.
-  p.vPanels = ownedPanels(shape, p.headDimV);
+  p.vPanels = ownedPanels(p.headDimV, shape.colWarps, shape.warpColumns / 16);
   if (choice.persistKv) {
     p.qkPanelsPerStep = qkPanels;
     p.vPanelsPerStep = p.vPanels;

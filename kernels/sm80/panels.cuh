@@ -24,22 +24,15 @@ FFPA_DEVICE uint32_t panelOffset(int row, int panel, int unit, int rows, int row
 
 // Output columns split across kColWarps column warps go by 16-column panels, interleaved: panel
 // k of column warp c is the output's panel k * kColWarps + c, so that an instance wider than the
-// problem leaves each column warp the same few panels past the end to skip (ownedPanels), and a
-// step of k panels per warp is k * kColWarps consecutive panels of the operand.
+// problem leaves each column warp the same few panels past the end to skip (ownedPanels,
+// forward_params.h), and a step of k panels per warp is k * kColWarps consecutive panels of the
+// operand.
 //
 // The output column of lane quad `quad` in n8 tile n (half n % 2 of panel n / 2) of column warp
 // `colWarp`.
 template <int kColWarps>
 FFPA_DEVICE int interleavedColumn(int colWarp, int n, int quad) {
   return ((n >> 1) * kColWarps + colWarp) * 16 + 8 * (n & 1) + 2 * quad;
-}
-
-// The panels of an output `width` columns wide that column warp 0 owns, the most of any column
-// warp, at most kPanels (the warp's).
-template <int kPanels, int kColWarps>
-FFPA_DEVICE int ownedPanels(int width) {
-  const int panels = ((width + 15) / 16 + kColWarps - 1) / kColWarps;
-  return panels < kPanels ? panels : kPanels;
 }
 
 // cp.async.wait_group with a count known only at run time (at most 7 groups are ever pending).

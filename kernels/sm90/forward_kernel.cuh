@@ -183,28 +183,21 @@ struct ForwardKernel {
 #pragma unroll 1
         for (int part = 0; part < 2; ++part) loadValues(tile, part);
       }
-    } else if constexpr (kSplitValues) {
-      if (p.overlap) {
-        if (at.tiles > 0) {
-          loadKeys(0);
-          loadValues(0, 0);
-        }
-        for (int tile = 0; tile < at.tiles; ++tile) {
-          if (tile + 1 < at.tiles) loadKeys(tile + 1);
-          loadValues(tile, 1);
-          if (tile + 1 < at.tiles) loadValues(tile + 1, 0);
-        }
-      } else {
-        for (int tile = 0; tile < at.tiles; ++tile) {
-          loadKeys(tile);
-          loadValues(tile, 0);
-          loadValues(tile, 1);
-        }
+    } else if (kSplitValues && p.overlap) {
+      if (at.tiles > 0) {
+        loadKeys(0);
+        loadValues(0, 0);
+      }
+      for (int tile = 0; tile < at.tiles; ++tile) {
+        if (tile + 1 < at.tiles) loadKeys(tile + 1);
+        loadValues(tile, 1);
+        if (tile + 1 < at.tiles) loadValues(tile + 1, 0);
       }
     } else {
       for (int tile = 0; tile < at.tiles; ++tile) {
         loadKeys(tile);
         loadValues(tile, 0);
+        if constexpr (kSplitValues) loadValues(tile, 1);
       }
     }
   }

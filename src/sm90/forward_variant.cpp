@@ -105,16 +105,15 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   // The consumers overlap by default: by the count of kernels.rst, consumer 1's P V under the
   // softmax takes about a sixth off a tile at d_v 512.
   int overlap = 1;
-  // Only where a choice exists does a launch config decide anything (and get named in the plan).
+  // Every problem has a choice (the overlap, at least), so a launch config always applies; what
+  // is no choice for the problem is reset below.
   const bool sharable = kvSharingFor(problem, true) > 1;
-  if (sharable || splitTunable(problem, 1) || overlapApplies(problem, 1)) {
-    sm80::applyTunedConfig(
-        r, kForwardVariantName,
-        {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
-         {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
-         {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }}},
-        notes);
-  }
+  sm80::applyTunedConfig(
+      r, kForwardVariantName,
+      {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
+       {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
+       {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }}},
+      notes);
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
   if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
   if (!overlapApplies(problem, kvSharing)) overlap = 0;

@@ -515,7 +515,7 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  tuned config) choose. Environment: `FFPA_STAGES`. */
   FFPA_POLICY_STAGES = 12,
   /** Bool, default 1: on compute capability 9.0, run the Hopper forward kernel (TMA loads,
-   *  `wgmma`, warp-specialized warpgroups; d_v 257..512 with d_qk up to 576, and d_v 513..1024
+   *  `wgmma`, warp-specialized warpgroups; d_v 65..512 with d_qk up to 576, and d_v 513..1024
    *  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper
    *  gradient kernels (dQ and dK/dV for head dims up to 1024, on clusters of up to four CTAs)
    *  where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,

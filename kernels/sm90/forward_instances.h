@@ -1,6 +1,7 @@
 // The compiled instances of the sm90 forward kernel, as the planner sees them: one per element type
-// and d_v block count (d_v in 257..512 rounds up to 320, 384, 448 or 512 columns; 513..1024 to
-// 640, 768, 896 or 1024, served by clusters of two CTAs), a second one with the other split of the
+// and d_v block count (d_v in 65..256 rounds up to 128, 192 or 256 columns; 257..512 to 320, 384,
+// 448 or 512; 513..1024 to 640, 768, 896 or 1024, served by clusters of two CTAs), a second one
+// with the other split of the
 // columns between the consumers where the two differ (384, 448 and 512 columns per CTA), and for
 // d_v up to 512 a kernel whose CTAs of two adjacent row tiles share K and V; built only for
 // sm_90a (kernels/sm90/forward_instances.cu).
@@ -25,8 +26,10 @@ using ForwardInstanceList = std::vector<ForwardInstance>;
 // Empty when the build compiles no sm_90a code.
 const ForwardInstanceList& forwardInstances();
 
-// The instances of one CTA per row tile (d_v <= 512, forward_instances.cu) and of clusters of two
-// (d_v > 512, forward_cluster_instances.cu): two translation units that build side by side.
+// The instances of one CTA per row tile (d_v <= 256, forward_small_instances.cu; 257..512,
+// forward_instances.cu) and of clusters of two (d_v > 512, forward_cluster_instances.cu): three
+// translation units that build side by side.
+void appendSmallForwardInstances(ForwardInstanceList& out);
 void appendOneCtaForwardInstances(ForwardInstanceList& out);
 void appendClusterForwardInstances(ForwardInstanceList& out);
 

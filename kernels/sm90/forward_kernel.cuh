@@ -166,8 +166,8 @@ struct ForwardKernel {
            (ring.use(tile) - 1) & 1, kKFull0 + slot);
     };
     // V of tile `tile`, or part `part` of it (kSplitValues: consumer 0's blocks, then consumer
-    // 1's; every CTA holds more than consumer 0's blocks of any problem its instance serves: d_v
-    // above 256 on one CTA, above 512 on two).
+    // 1's; every CTA holds more than consumer 0's blocks of any problem its instance serves: the
+    // instance's d_v rounds the problem's up to whole blocks per CTA, at least two).
     const auto loadValues = [&](int tile, int part) {
       BlockShare blocks = at.v;
       if constexpr (kSplitValues) blocks = part == 0 ? BlockShare{at.v.first, kBlocks0}

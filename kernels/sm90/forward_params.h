@@ -63,6 +63,12 @@ constexpr int exchangeStages(int clusterSize) { return clusterSize >= 4 ? 2 : cl
 // CTAs per cluster: two for d_v above 512 (d_v <= 1024), one otherwise.
 constexpr int clusterSizeFor(int headDimV) { return headDimV > 512 ? 2 : 1; }
 
+// The forward's d_v: 65..1024. Each consumer owns at least one 64-column block of O, so the
+// smallest instance has two (d_v 65..128 runs on the 128 instance); d_v up to 64 stays on the
+// mma.sync kernels, where the second block would be all columns past d_v.
+constexpr int kMinForwardHeadDimV = kBlockColumns + 1;
+constexpr int kMaxForwardHeadDimV = 1024;
+
 // The largest d_qk: what 227 KiB of Q, K, V and P tiles hold (576 / 512 is the absorbed-MLA
 // shape), and with two CTAs each keeping half of d_qk, the library's 1024.
 constexpr int maxHeadDimQk(int clusterSize) { return clusterSize == 1 ? 576 : 1024; }
@@ -100,7 +106,7 @@ constexpr int consumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns
 //   kEvenSplit:   as above (d 512: 256 + 256; 448: 192 + 256);
 //   kSkewedSplit: consumer 1 takes about five eighths of the blocks (at most five, 160 fp32
 //                 registers of O): 512 columns 192 + 320, 448: 128 + 320, 384: 128 + 256, 320:
-//                 128 + 192 (the same as even).
+//                 128 + 192 and 256 or fewer the same as even.
 // Skewed, consumer 1's P V still runs while consumer 0 exchanges scores (in a cluster) and runs
 // the softmax: consumer 1 spent 35% of its time waiting for P at d = 1024 and 27% at d = 512
 // (Nsight Compute, H100, even split). Even, the two consumers release V together sooner: a CTA's K
@@ -112,10 +118,12 @@ constexpr int kSkewedSplit = 1;
 constexpr int defaultForwardSplit(int clusterSize) { return clusterSize == 1 ? kEvenSplit : kSkewedSplit; }
 
 constexpr int forwardConsumer0Columns(int ctaColumns, int split) {
-  if (split == kEvenSplit) return consumer0Columns(ctaColumns);
+  const int even = consumer0Columns(ctaColumns);
+  if (split == kEvenSplit) return even;
   const int blocks = columnBlocks(ctaColumns);
-  const int first = 3 * blocks / 8;
-  return (first < 2 ? 2 : first) * kBlockColumns;
+  const int first = (3 * blocks / 8 < 2 ? 2 : 3 * blocks / 8) * kBlockColumns;
+  // Never more than the even split (two or three blocks: the same as even).
+  return first < even ? first : even;
 }
 constexpr int forwardConsumer1Columns(int ctaColumns, int split) {
   return columnBlocks(ctaColumns) * kBlockColumns - forwardConsumer0Columns(ctaColumns, split);

@@ -111,7 +111,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   if (const int64_t emulated = policy.value(FFPA_POLICY_EXP2_EMULATION); emulated != 0) {
     return refuse(rejected(cat("FFPA_POLICY_EXP2_EMULATION=", emulated,
                                " needs the Hopper forward (FFPA_POLICY_HOPPER_KERNELS=1 on compute capability "
-                               "9.0, d_v 257..1024); the mma.sync kernels compute every exp2 on the "
+                               "9.0, d_v 65..1024); the mma.sync kernels compute every exp2 on the "
                                "special-function unit: set it to 0")));
   }
   ForwardLaunch d;

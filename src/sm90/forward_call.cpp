@@ -12,7 +12,8 @@ namespace ffpa::sm90 {
 
 int instanceHeadDimV(int64_t headDimV) {
   const int64_t multiple = kBlockColumns * clusterSizeFor(static_cast<int>(headDimV));
-  return static_cast<int>((headDimV + multiple - 1) / multiple * multiple);
+  const int64_t rounded = (headDimV + multiple - 1) / multiple * multiple;
+  return static_cast<int>(rounded < 2 * kBlockColumns ? 2 * kBlockColumns : rounded);  // a block per consumer
 }
 
 int kvSharingFor(const AttentionProblem& p, bool multicast) {
@@ -30,7 +31,9 @@ std::string forwardRefusal(const AttentionProblem& p) {
   if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
     return "the sm90 forward computes fp16 and bf16";
   }
-  if (p.headDimV <= 256 || p.headDimV > 1024) return cat("d_v = ", p.headDimV, " is outside the sm90 forward's 257..1024");
+  if (p.headDimV < kMinForwardHeadDimV || p.headDimV > kMaxForwardHeadDimV) {
+    return cat("d_v = ", p.headDimV, " is outside the sm90 forward's ", kMinForwardHeadDimV, "..", kMaxForwardHeadDimV);
+  }
   if (p.headDimV % 16 != 0) return cat("d_v = ", p.headDimV, " is not a multiple of 16");
   const int maxQk = maxHeadDimQk(clusterSizeFor(static_cast<int>(p.headDimV)));
   if (p.headDimQk % 16 != 0 || p.headDimQk > maxQk) {

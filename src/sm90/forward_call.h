@@ -14,13 +14,13 @@
 
 namespace ffpa::sm90 {
 
-// Why the kernel cannot compute `problem` (empty when it can): d_v outside 257..1024 or not a
+// Why the kernel cannot compute `problem` (empty when it can): d_v outside 65..1024 or not a
 // multiple of 16, d_qk above maxHeadDimQk (576 up to d_v = 512, shared memory), strides TMA
 // cannot address, lengths beyond 2^31.
 std::string forwardRefusal(const AttentionProblem& problem);
 
-// The d_v of the instance that serves `headDimV`: the next multiple of 64 up to 512 (one CTA),
-// of 128 above (a cluster of two CTAs of whole 64-column blocks each).
+// The d_v of the instance that serves `headDimV` (65..1024): the next multiple of 64 up to 512
+// (one CTA; 128 at least), of 128 above (a cluster of two CTAs of whole 64-column blocks each).
 int instanceHeadDimV(int64_t headDimV);
 
 // How many CTAs of adjacent row tiles share each K and V tile for `problem` (forward_params.h):

@@ -64,6 +64,9 @@ template <class Tag>
 int launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params,
                int kvSharing, int split) {
   switch (headDimV) {
+    case 128: return launchInstance<Tag, 128>(config, params, kvSharing, split);
+    case 192: return launchInstance<Tag, 192>(config, params, kvSharing, split);
+    case 256: return launchInstance<Tag, 256>(config, params, kvSharing, split);
     case 320: return launchInstance<Tag, 320>(config, params, kvSharing, split);
     case 384: return launchInstance<Tag, 384>(config, params, kvSharing, split);
     case 448: return launchInstance<Tag, 448>(config, params, kvSharing, split);
@@ -153,7 +156,10 @@ void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = 
 TEST_SUITE_BEGIN("sm90 kernels");
 
 TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA") {
-  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {272, 304}, {128, 464}};
+  // d_v 65..256 on the 128, 192 and 256 instances (d_v 80 and 176: a partial last block; d_qk 576
+  // on the smallest), then 257..512.
+  const int dims[][2] = {{128, 128}, {64, 80}, {192, 192}, {256, 176}, {256, 256}, {576, 128}, {320, 320},
+                         {384, 384}, {448, 448}, {512, 512}, {576, 512}, {272, 304}, {128, 464}};
   int index = 0;
   for (const auto& dim : dims) {
     for (DType dtype : {DType::float16, DType::bfloat16}) {
@@ -211,8 +217,8 @@ TEST_CASE("sm90 forward: consumers with and without the overlap, one CTA and clu
   // where a producer that did not wait for a release, or a consumer that waited on the other
   // part of V, overwrites or reads a tile in flight.
   // Clusters too (d_v 640: two K buffers; 1024 / 656: rank 1 with a partial last block).
-  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {64, 272}, {640, 640},
-                         {1024, 656}};
+  const int dims[][2] = {{128, 128}, {96, 208}, {320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512},
+                         {64, 272}, {640, 640}, {1024, 656}};
   int index = 0;
   for (const auto& dim : dims) {
     for (const int split : {ffpa::sm90::kEvenSplit, ffpa::sm90::kSkewedSplit}) {
@@ -369,7 +375,8 @@ TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multica
   // tiles see (top-left causal: the earlier CTA's rows see the extra tile as masked; 150 and 83
   // rows: an odd number of row tiles, the last CTA past the rows), and a buffer is reloaded only
   // once both CTAs released it. Every instance, both dtypes, GQA, layouts, tails.
-  const int dims[][2] = {{320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512}, {272, 304}};
+  const int dims[][2] = {{128, 128}, {256, 192}, {320, 320}, {384, 384}, {448, 448}, {512, 512}, {576, 512},
+                         {272, 304}};
   const int rows[] = {150, 83, 200};
   int index = 0;
   for (const auto& dim : dims) {
@@ -415,16 +422,16 @@ TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multica
 }
 
 TEST_CASE("sm90 forward with attention slices: packed batches, shared prefixes, windows, uncovered rows and keys") {
-  // The cases of the mma.sync kernels' slice tests that the Hopper forward serves (d_v > 256):
+  // The cases of the mma.sync kernels' slice tests that the Hopper forward serves (d_v > 64):
   // row tiles shorter than 64 at segment ends, key walks from keys that are no multiple of 64,
   // keys past the slices' extent and between them, one slice kind after another.
   int run = 0;
   for (const AttentionCase& c : sliceCases()) {
-    if (c.shape.dim_v <= 256) continue;
+    if (c.shape.dim_v < ffpa::sm90::kMinForwardHeadDimV) continue;
     runAndCheckSm90(c);
     ++run;
   }
-  CHECK(run == 4);
+  CHECK(run == 5);
 
   AttentionCase packed;
   packed.shape = problem(1, 2, 1, 300, 300, 384, 384, CausalMask::none);

@@ -160,6 +160,7 @@ TEST_CASE("knobs left at their defaults give way to the device's shared memory; 
   REQUIRE_COMPILED(128, 256, 320, 512);
   const Problem d256(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 256);
   Handle h100;
+  h100.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);  // the mma.sync kernel (the Hopper one serves d 256 there)
   CHECK_HAS(describeForward(h100, d256).config, "stages=2");
   CHECK_HAS(describeForward(h100, d256).config, "persist_kv=1");
   Handle a100(describedA100());
@@ -220,7 +221,8 @@ TEST_CASE("d_v <= 128: 64-key tiles unless an SM holds more CTAs of 32-key tiles
   // (100 KiB per SM) one of either: both take 64-key tiles. An A100 (164 KiB) holds two of the
   // 32-key layout and one of the 64-key one: 32-key tiles.
   for (const ffpaDeviceDesc_t& device : {describedH100(), describedAda()}) {
-    Handle h(device);  // the Hopper kernels do not serve d_v 128: the mma.sync kernel runs there
+    Handle h(device);
+    h.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);  // on an H100 the Hopper forward serves d_v 128 by default
     const Described wide = describeForward(h, small());
     CHECK(wide.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r.bc64");
     CHECK_HAS(wide.config, "Br=128 Bc=64 warps=4x1 threads=128 warp_rows=32");
@@ -228,6 +230,7 @@ TEST_CASE("d_v <= 128: 64-key tiles unless an SM holds more CTAs of 32-key tiles
     CHECK_HAS(wide.config, "smem=99072B");
   }
   Handle h100;
+  h100.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
   Handle narrow(describedA100());
   const Described d = describeForward(narrow, small());
   CHECK(d.kernel == "sm80.forward.f16.d128.acc_f32.v_s2r");

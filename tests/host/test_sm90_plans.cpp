@@ -7,6 +7,7 @@
 #include "test_support.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace ffpa_test;
@@ -63,7 +64,7 @@ TEST_CASE("without sm_90a code the H100 plan says so and uses the mma.sync kerne
   CHECK_HAS(d.text, "skipped: sm90.forward: this build compiles no sm_90a code");
 }
 
-TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
+TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
   if (!hopperCompiled()) {
     MESSAGE("skipped: this build compiles no sm_90a code");
     return;
@@ -84,6 +85,12 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
       {FFPA_DATA_TYPE_FLOAT16, 576, 528, "sm90.forward.f16.d640"},
       {FFPA_DATA_TYPE_FLOAT16, 64, 768, "sm90.forward.f16.d768"},
       {FFPA_DATA_TYPE_BFLOAT16, 896, 880, "sm90.forward.bf16.d896"},
+      // d_v 65..256: at least two blocks, one per consumer (65..128 on the 128 instance).
+      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.forward.f16.d128"},
+      {FFPA_DATA_TYPE_BFLOAT16, 64, 80, "sm90.forward.bf16.d128"},
+      {FFPA_DATA_TYPE_FLOAT16, 576, 128, "sm90.forward.f16.d128"},
+      {FFPA_DATA_TYPE_BFLOAT16, 192, 144, "sm90.forward.bf16.d192"},
+      {FFPA_DATA_TYPE_FLOAT16, 256, 256, "sm90.forward.f16.d256"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.kernel);
@@ -123,6 +130,11 @@ TEST_CASE("the sm90 forward serves d_v 257..1024 on compute capability 9.0") {
   CHECK_HAS(describeForward(h, wideQk).config, "k_buffers=1");
   const Problem p896(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 896, 896);
   CHECK_HAS(describeForward(h, p896).config, "cluster=2 columns=128+320 split=skewed");
+  // Below 320 the splits agree (a block or two each; 192: consumer 1 the larger half), none named.
+  for (const auto& [d, columns] : {std::pair{128, "64+64"}, std::pair{192, "64+128"}, std::pair{256, "128+128"}}) {
+    const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, d, d);
+    CHECK_HAS(describeForward(h, small).config, std::string("cluster=1 columns=") + columns + " overlap=1 smem=");
+  }
 }
 
 TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels, saying why") {
@@ -130,22 +142,23 @@ TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels
     MESSAGE("skipped: this build compiles no sm_90a code");
     return;
   }
-  REQUIRE_COMPILED(256, 512, 1024);
+  REQUIRE_COMPILED(128, 512, 1024);
   HopperHandle h;
   struct Case {
     int64_t dqk, dv;
     const char* why;
   };
   const Case cases[] = {
-      {256, 256, "d_v = 256 is outside the sm90 forward's 257..1024"},
+      {64, 64, "d_v = 64 is outside the sm90 forward's 65..1024"},
+      {128, 48, "d_v = 48 is outside the sm90 forward's 65..1024"},
       {640, 512, "d_qk = 640 is not a multiple of 16 up to 576 (with d_v = 512)"},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.why);
+    INFO(c.why);
     const Problem p(FFPA_DATA_TYPE_FLOAT16, 1, 4, 4, 300, 300, c.dqk, c.dv);
     const Described d = describeForward(h, p);
     REQUIRE(d.status == FFPA_STATUS_SUCCESS);
-    CHECK(d.kernel.rfind("sm80.forward", 0) == 0);
+    CHECK_MESSAGE(d.kernel.rfind("sm80.forward", 0) == 0, d.kernel);
     CHECK_HAS(sm90Skip(d), c.why);
   }
   // TMA steps over rows in multiples of 16 bytes: rows of 324 fp16 elements (648 bytes) are not.
@@ -246,8 +259,10 @@ TEST_CASE("exp2 emulation: a knob of the Hopper forward, refused by name elsewhe
   CHECK(emulated.kernel == "sm90.forward.bf16.d512");
   CHECK_HAS(emulated.config, "exp2_emulated=8/8");
   // A problem the Hopper kernel does not serve fails rather than losing the knob.
-  const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
+  const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 64, 64);
   CHECK(describeForward(h, small).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+  const Problem d128(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
+  CHECK_HAS(describeForward(h, d128).config, "exp2_emulated=8/8");
 }
 
 TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the mma.sync ones elsewhere") {

@@ -186,5 +186,5 @@ TEST_CASE("sm90 forward: d_v above 512 runs in clusters of two CTAs, each with h
   CHECK(instanceHeadDimV(656) == 768);
   CHECK(instanceHeadDimV(272) == 320);
   p.headDimV = 1040;
-  CHECK(forwardRefusal(p) == "d_v = 1040 is outside the sm90 forward's 257..1024");
+  CHECK(forwardRefusal(p) == "d_v = 1040 is outside the sm90 forward's 65..1024");
 }

@@ -664,7 +664,7 @@ impl ffpaPolicyKnob {
 }
 impl ffpaPolicyKnob {
     #[doc = " Bool, default 1: on compute capability 9.0, run the Hopper forward kernel (TMA loads,"]
-    #[doc = "  `wgmma`, warp-specialized warpgroups; d_v 257..512 with d_qk up to 576, and d_v 513..1024"]
+    #[doc = "  `wgmma`, warp-specialized warpgroups; d_v 65..512 with d_qk up to 576, and d_v 513..1024"]
     #[doc = "  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper"]
     #[doc = "  gradient kernels (dQ and dK/dV for head dims up to 1024, on clusters of up to four CTAs)"]
     #[doc = "  where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,"]

@@ -3,8 +3,8 @@
 // 448 or 512; 513..1024 to 640, 768, 896 or 1024, served by clusters of two CTAs), a second one
 // with the other split of the
 // columns between the consumers where the two differ (384, 448 and 512 columns per CTA), and for
-// d_v up to 512 a kernel whose CTAs of two adjacent row tiles share K and V; built only for
-// sm_90a (kernels/sm90/forward_instances.cu).
+// d_v up to 512 a kernel whose CTAs of two adjacent row tiles share K and V, and for d_v up to 256
+// the row split (64, 128, 192 and 256); built only for sm_90a (kernels/sm90/forward_instances.cu).
 #pragma once
 
 #include <ffpa/ffpa.h>
@@ -19,6 +19,7 @@ struct ForwardInstance {
   const void* kernel;  // the __global__ function, for cudaLaunchKernel and its attributes
   int kvSharing;       // CTAs of adjacent row tiles that share K and V (kvSharingForwardKernel: 2), else 1
   int split;           // kEvenSplit or kSkewedSplit (sm90/forward_params.h)
+  bool rowSplit;       // rowSplitForwardKernel (128 rows per CTA, 64 per consumer), for d_v up to 256
 };
 
 using ForwardInstanceList = std::vector<ForwardInstance>;
@@ -35,9 +36,10 @@ void appendClusterForwardInstances(ForwardInstanceList& out);
 
 // The fp16 and bf16 instances of one kernel, the __global__ functions taken as plain addresses.
 template <class Kernel>
-void appendBoth(ForwardInstanceList& out, int headDimV, Kernel half, Kernel bf16, int kvSharing, int split) {
-  out.push_back({headDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(half), kvSharing, split});
-  out.push_back({headDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(bf16), kvSharing, split});
+void appendBoth(ForwardInstanceList& out, int headDimV, Kernel half, Kernel bf16, int kvSharing, int split,
+                bool rowSplit = false) {
+  out.push_back({headDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(half), kvSharing, split, rowSplit});
+  out.push_back({headDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(bf16), kvSharing, split, rowSplit});
 }
 
 }  // namespace ffpa::sm90

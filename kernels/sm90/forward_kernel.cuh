@@ -43,6 +43,7 @@
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
 #include "sm90/forward_params.h"
+#include "sm90/forward_rows.cuh"
 #include "sm90/ptx.cuh"
 #include "sm90/warpgroup_tiles.cuh"
 
@@ -59,7 +60,6 @@ struct ForwardKernel {
   static constexpr int kCtaColumns = kHeadDimV / kCluster;        // O columns of one CTA
   static constexpr int kColumns0 = forwardConsumer0Columns(kCtaColumns, kSplit);  // of consumer 0
   static constexpr int kColumns1 = forwardConsumer1Columns(kCtaColumns, kSplit);  // and of consumer 1
-  static constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
   static_assert(kCluster == 1 || kCluster == kMaxClusterSize, "one CTA, or a cluster of two");
   static_assert(kHeadDimV % (kBlockColumns * kCluster) == 0, "d_v: whole 64-column blocks per CTA");
@@ -204,65 +204,7 @@ struct ForwardKernel {
 
   // --- consumers ---------------------------------------------------------------------------------
 
-  // O *= the row scales, where a row of the warp moved its reference maximum (factor != 1; after
-  // the first tiles rarely): one decision for the warp, and N / 2 multiplications fewer on most
-  // tiles.
-  template <int N>
-  static FFPA_DEVICE void rescale(float (&o)[N / 2], const float (&factor)[2]) {
-    if (!warpAny(factor[0] != 1.0f || factor[1] != 1.0f)) return;
-    #pragma unroll
-    for (int i = 0; i < N / 2; ++i) o[i] *= factor[i / 2 % 2];
-  }
-
-  // Writes O (divided by the row sums, whose inverses are given) for the columns from the CTA's
-  // column `ctaColumn` on.
-  template <int N>
-  static FFPA_DEVICE void storeOutput(const ForwardParams& p, const Position& at, const float (&o)[N / 2],
-                                      const float (&inverse)[2], int ctaColumn) {
-    const int column = at.v.first * kBlockColumns + ctaColumn;
-    const Lane me = lane();
-    Element* out = static_cast<Element*>(p.o) + at.batch * p.oStrides[0] + at.head * p.oStrides[1];
-    #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = at.firstRow + me.row(half);
-      if (row >= at.rowEnd) continue;  // past the tensor, or another CTA's rows (slices)
-      #pragma unroll
-      for (int j = 0; j < N / 8; ++j) {
-        const int col = column + 8 * j + 2 * me.quad;
-        if (col >= p.headDimV) continue;
-        const float* pair = &o[4 * j + 2 * half];
-        storeGlobal32(out + row * p.oStrides[2] + col,
-                      packPair(pair[0] * inverse[half], pair[1] * inverse[half], Tag()));
-      }
-    }
-  }
-
-  // How far (log2 units) a tile's row maximum may exceed the row's reference maximum before the
-  // reference moves and O is rescaled (FlashAttention-4's conditional rescaling): P values stay
-  // below 2^8, within fp16 and bf16 alike, and O is rescaled a few times per row, not per tile.
-  static constexpr float kRescaleThreshold = 8.0f;
-
-  // Takes the maxima of the thread's two rows of raw scores of a tile (the scale, > 0, keeps their
-  // order: it is applied to the maxima and, in one FMA, to each exponent, one instruction per
-  // score fewer on consumer 0's path); kMask: scores of keys outside a row's `visible` keys become
-  // -inf first.
-  template <bool kMask>
-  static FFPA_DEVICE void maskAndMax(float (&score)[kTileRegisters], float (&tileMax)[2],
-                                     const VisibleKeys (&visible)[2], int firstKey, const Lane& me) {
-    #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      tileMax[half] = kNegativeInfinity;
-      #pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j) {
-        #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& value = score[4 * j + 2 * half + e];
-          if (kMask && !visible[half].holds(firstKey + me.column(j, e))) value = kNegativeInfinity;
-          tileMax[half] = fmaxf(tileMax[half], value);
-        }
-      }
-    }
-  }
+  using Rows = ForwardRows<Tag>;
 
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------
 
@@ -273,8 +215,7 @@ struct ForwardKernel {
     const Lane me = lane();
     float o[kColumns0 / 2];
     for (float& value : o) value = 0.0f;
-    float max[2] = {kNegativeInfinity, kNegativeInfinity};
-    float sum[2] = {0.0f, 0.0f};  // this thread's part of the row sums
+    typename Rows::Softmax softmax;
     float score[kTileRegisters];  // S of the tile, then P
     const int partner = 1 - at.rank;  // in a cluster of two
     const BufferRing kRing{kCluster == 1 ? 1 : p.kBuffers};  // one CTA: one K buffer (forwardLayout)
@@ -292,56 +233,12 @@ struct ForwardKernel {
         if constexpr (kCluster > 1) exchangePartial(s.exchange, score, partner, tile, at.tiles);
       }
 
-      // Online softmax: mask, new row maxima over the 4 lanes of a row, in log2 units. The
-      // warp masks only where one of its rows may not see every key of the tile (its diagonal
-      // tiles under a causal mask, a last tile past seqKv, slices): one branch for its 16 rows.
+      // Online softmax: mask, new row maxima over the 4 lanes of a row, in log2 units.
       VisibleKeys visible[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
-      float tileMax[2];
-      if (warpSeesWholeTile(visible, keys.firstKey)) {
-        maskAndMax<false>(score, tileMax, visible, keys.firstKey, me);
-      } else {
-        maskAndMax<true>(score, tileMax, visible, keys.firstKey, me);
-      }
       float factor[2];
-      #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        #pragma unroll
-        for (int mask = 1; mask <= 2; mask <<= 1) tileMax[half] = fmaxf(tileMax[half], shuffleXor(tileMax[half], mask));
-        tileMax[half] *= p.scaleLog2;  // log2 units from here on, as max
-        // The row's reference maximum moves only when the tile's exceeds it by more than
-        // kRescaleThreshold (from -inf, at the first visible key): scores are exponentiated
-        // against the reference, so an exponential is at most 2^kRescaleThreshold, and O and the
-        // row sum, both relative to the same reference, need rescaling only when it moves.
-        const bool moves = tileMax[half] > max[half] + kRescaleThreshold;
-        const float newMax = moves ? tileMax[half] : max[half];
-        // A row that has seen no visible key keeps max -inf: exponentiate against 0 so that its
-        // scores give exp2(-inf) = 0, never -inf - -inf = NaN.
-        const float base = newMax == kNegativeInfinity ? 0.0f : newMax;
-        // Exactly 1 where the reference stays, at most 2^-8 (0 from -inf) where it moves: rescale
-        // tells the two apart by it.
-        factor[half] = moves ? exp2Approx(max[half] - base) : 1.0f;
-        max[half] = newMax;
-        // Two partial sums: half the chain of dependent additions.
-        float tileSum[2] = {0.0f, 0.0f};
-        #pragma unroll
-        for (int j = 0; j < kKeys / 8; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& value = score[4 * j + 2 * half + e];
-            // Column group j of 8: emulated when j < exp2Emulated (a warp-uniform branch).
-            const float exponent = fmaf(value, p.scaleLog2, -base);
-            if (kMayEmulate && j < p.exp2Emulated) {
-              value = exp2Polynomial(exponent);
-            } else {
-              value = exp2Approx(exponent);
-            }
-            tileSum[e] += value;
-          }
-        }
-        sum[half] = sum[half] * factor[half] + (tileSum[0] + tileSum[1]);
-      }
+      softmax.template tile<kMayEmulate>(p, score, visible, keys.firstKey, me, factor);
 
       // P (16-bit) and the row scales to slot tile % 2, once consumer 1 is done with tile - 2.
       const int slot = tile & 1;
@@ -358,7 +255,7 @@ struct ForwardKernel {
       // P is in shared memory: `score` is free for the next tile's S. In a cluster, S(j + 1) is
       // issued before O0 += P V(j), so that its partial travels to the other CTA while P V runs
       // (the round trip would otherwise stand between every tile's S and its softmax).
-      rescale<kColumns0>(o, factor);
+      Rows::template rescale<kColumns0>(o, factor);
       const bool next = tile + 1 < at.tiles;
       // After the last tile the group of S is an empty one: the wgmma sequence stays the same on
       // every iteration, which ptxas needs to keep the two groups in flight together.
@@ -391,28 +288,16 @@ struct ForwardKernel {
       }
     }
 
-    // Row sums over the 4 lanes of a row; 1 / sum for both consumers; LSE = ln(sum) + max ln 2.
+    // 1 / row sums for both consumers; LSE from rank 0 of the CTAs that split the head dims (CTAs
+    // sharing K and V own their rows).
     float inverse[2];
-    #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      #pragma unroll
-      for (int mask = 1; mask <= 2; mask <<= 1) sum[half] += shuffleXor(sum[half], mask);
-      // A row that saw no key (causal with more queries than keys, or no slice's): O = 0,
-      // LSE = -inf. A NaN sum (a NaN score) is not 0: it reaches O and LSE.
-      inverse[half] = sum[half] == 0.0f ? 0.0f : 1.0f / sum[half];
-      const int row = me.row(half);
-      if (me.quad == 0) s.rowInverse[row] = inverse[half];
-      // Of the CTAs that split the head dims, rank 0 stores; CTAs sharing K and V own their rows.
-      if (p.lse && (kCluster == 1 || at.rank == 0) && me.quad == 0 && at.firstRow + row < at.rowEnd) {
-        constexpr float kLn2 = 0.693147180559945309f;
-        const float lse = sum[half] == 0.0f ? kNegativeInfinity : (max[half] + log2Approx(sum[half])) * kLn2;
-        storeGlobalF32(p.lse + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] +
-                           int64_t(at.firstRow + row) * p.lseStrides[2],
-                       lse);
-      }
+    softmax.finish(p, at, kCluster == 1 || at.rank == 0, me, inverse);
+    if (me.quad == 0) {
+      s.rowInverse[me.row(0)] = inverse[0];
+      s.rowInverse[me.row(1)] = inverse[1];
     }
     rolesBarrier(1, 256);  // the inverses are written
-    storeOutput<kColumns0>(p, at, o, inverse, 0);
+    Rows::template storeOutput<kColumns0>(p, at, o, inverse, 0);
   }
 
   // --- consumer 1: the other output columns ------------------------------------------------------
@@ -434,7 +319,7 @@ struct ForwardKernel {
         mbarrierWait(s.barrier(kScoresNext0 + slot), (tile / 2) & 1);
       }
       const float factor[2] = {s.rowScale[slot * kRows + me.row(0)], s.rowScale[slot * kRows + me.row(1)]};
-      rescale<kColumns1>(o, factor);
+      Rows::template rescale<kColumns1>(o, factor);
       mbarrierWait(s.barrier(kVFull0 + kPart), tile & 1);
       accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes, s.v + kBlocks0 * kBlockBytes);
       release(s.barrier(kVEmpty0 + kPart));
@@ -442,7 +327,7 @@ struct ForwardKernel {
     }
     rolesBarrier(1, 256);
     const float inverse[2] = {s.rowInverse[me.row(0)], s.rowInverse[me.row(1)]};
-    storeOutput<kColumns1>(p, at, o, inverse, kColumns0);
+    Rows::template storeOutput<kColumns1>(p, at, o, inverse, kColumns0);
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {

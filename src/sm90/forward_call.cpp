@@ -27,18 +27,19 @@ int64_t gridBlocksX(const AttentionProblem& p, int kvSharing) {
   return (rowTiles + kvSharing - 1) / kvSharing * kvSharing * clusterSizeFor(static_cast<int>(p.headDimV));
 }
 
-std::string forwardRefusal(const AttentionProblem& p) {
-  if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
-    return "the sm90 forward computes fp16 and bf16";
-  }
-  if (p.headDimV < kMinForwardHeadDimV || p.headDimV > kMaxForwardHeadDimV) {
-    return cat("d_v = ", p.headDimV, " is outside the sm90 forward's ", kMinForwardHeadDimV, "..", kMaxForwardHeadDimV);
-  }
-  if (p.headDimV % 16 != 0) return cat("d_v = ", p.headDimV, " is not a multiple of 16");
-  const int maxQk = maxHeadDimQk(clusterSizeFor(static_cast<int>(p.headDimV)));
-  if (p.headDimQk % 16 != 0 || p.headDimQk > maxQk) {
-    return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 up to ", maxQk, " (with d_v = ", p.headDimV, ")");
-  }
+int64_t forwardGridBlocksX(const AttentionProblem& p, int kvSharing, bool rowSplit) {
+  return rowSplit ? (p.seqQ + kRowSplitRows - 1) / kRowSplitRows : gridBlocksX(p, kvSharing);
+}
+
+int rowSplitHeadDimV(int64_t headDimV) {
+  const int64_t rounded = (headDimV + kBlockColumns - 1) / kBlockColumns * kBlockColumns;
+  return static_cast<int>(rounded < kBlockColumns ? kBlockColumns : rounded);
+}
+
+namespace {
+
+// What both arrangements need of the tensors: sizes, and strides TMA can step.
+std::string tensorRefusal(const AttentionProblem& p) {
   if (std::string why = sizeRefusal(p); !why.empty()) return why;
   if (!rowMapAddressable(p.q, p.headDimQk, p.seqQ, p.headsQ, p.batch) ||
       !rowMapAddressable(p.k, p.headDimQk, p.seqKv, p.headsKv, p.batch) ||
@@ -50,10 +51,49 @@ std::string forwardRefusal(const AttentionProblem& p) {
   return {};
 }
 
+std::string dtypeRefusal(const AttentionProblem& p) {
+  if (p.dtype != FFPA_DATA_TYPE_FLOAT16 && p.dtype != FFPA_DATA_TYPE_BFLOAT16) {
+    return "the sm90 forward computes fp16 and bf16";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string forwardRefusal(const AttentionProblem& p) {
+  if (std::string why = dtypeRefusal(p); !why.empty()) return why;
+  if (p.headDimV < kMinForwardHeadDimV || p.headDimV > kMaxForwardHeadDimV) {
+    return cat("d_v = ", p.headDimV, " is outside the sm90 forward's ", kMinForwardHeadDimV, "..", kMaxForwardHeadDimV);
+  }
+  if (p.headDimV % 16 != 0) return cat("d_v = ", p.headDimV, " is not a multiple of 16");
+  const int maxQk = maxHeadDimQk(clusterSizeFor(static_cast<int>(p.headDimV)));
+  if (p.headDimQk % 16 != 0 || p.headDimQk > maxQk) {
+    return cat("d_qk = ", p.headDimQk, " is not a multiple of 16 up to ", maxQk, " (with d_v = ", p.headDimV, ")");
+  }
+  return tensorRefusal(p);
+}
+
+std::string rowSplitRefusal(const AttentionProblem& p) {
+  if (std::string why = dtypeRefusal(p); !why.empty()) return why;
+  if (p.headDimV > kRowSplitMaxHeadDimV) return cat("d_v = ", p.headDimV, " is above the row split's ", kRowSplitMaxHeadDimV);
+  if (p.headDimV % 16 != 0 || p.headDimQk % 16 != 0) {
+    return cat("d_qk = ", p.headDimQk, " and d_v = ", p.headDimV, " must be multiples of 16");
+  }
+  if (p.slices != nullptr) return "the row split serves no attention slices";
+  ForwardArguments a{};
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  if (const uint32_t bytes = forwardRowSplitLayout(a); bytes > kMaxSharedBytes) {
+    return cat("the row split needs ", bytes, " bytes of shared memory at d_qk = ", p.headDimQk, " (at most ",
+               kMaxSharedBytes, ")");
+  }
+  return tensorRefusal(p);
+}
+
 bool overlapApplies(const AttentionProblem&, int kvSharing) { return kvSharing == 1; }
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated, int kvSharing, int overlap) {
+                                int exp2Emulated, int kvSharing, int overlap, bool rowSplit) {
   ForwardCall call{};
   ForwardArguments& a = call.arguments;
   a.o = tensors.out;
@@ -73,13 +113,21 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
           "the sm90 forward shares K and V between row tiles only without attention slices");
   call.kvSharing = kvSharing;
   call.clusterSize = kvSharing > 1 ? kvSharing : clusterSizeFor(a.headDimV);
-  forwardLayout(a);
+  if (rowSplit) {
+    require(rowSplitRefusal(p).empty() && kvSharing == 1 && overlap == 0, FFPA_STATUS_INTERNAL_ERROR,
+            "the sm90 forward's row split serves d_v up to 256 without slices, K and V sharing or overlap");
+    call.clusterSize = 1;
+    forwardRowSplitLayout(a);
+  } else {
+    forwardLayout(a);
+  }
   call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);
   call.v = rowMap(tensors.v, p.headDimV, p.seqKv, p.headsKv, p.batch, p.v);
   // Sharing K and V (no slices): the row tiles in whole pairs, the last CTA maybe past the rows.
-  const int64_t ctas = kvSharing > 1 ? gridBlocksX(p, kvSharing)
-                                     : ctasAlong(p, tensors, OwnedAxis::queries, call.clusterSize, a.sliced);
+  const int64_t ctas = rowSplit || kvSharing > 1
+                           ? forwardGridBlocksX(p, kvSharing, rowSplit)
+                           : ctasAlong(p, tensors, OwnedAxis::queries, call.clusterSize, a.sliced);
   gridExtents(ctas, p.batch, p.headsQ, gridDnhb, call.grid);
   return call;
 }

@@ -19,6 +19,15 @@ namespace ffpa::sm90 {
 // cannot address, lengths beyond 2^31.
 std::string forwardRefusal(const AttentionProblem& problem);
 
+// Why the row split (kernels/sm90/forward_row_split_kernel.cuh: 128 rows per CTA, each consumer
+// 64 of them with all of O's columns) cannot compute `problem` (empty when it can): d_v above 256
+// or head dims not multiples of 16, attention slices, d_qk too large for its shared memory, and
+// what forwardRefusal says of the element type, sizes and strides.
+std::string rowSplitRefusal(const AttentionProblem& problem);
+
+// The d_v of the row split's instance that serves `headDimV` (up to 256): the next multiple of 64.
+int rowSplitHeadDimV(int64_t headDimV);
+
 // The d_v of the instance that serves `headDimV` (65..1024): the next multiple of 64 up to 512
 // (one CTA; 128 at least), of 128 above (a cluster of two CTAs of whole 64-column blocks each).
 int instanceHeadDimV(int64_t headDimV);
@@ -31,6 +40,9 @@ int kvSharingFor(const AttentionProblem& problem, bool multicast);
 // The grid's x extent for `problem`: CTAs per cluster times the 64-row tiles of the queries (with
 // `kvSharing` CTAs sharing K and V, the row tiles rounded up to a multiple of it).
 int64_t gridBlocksX(const AttentionProblem& problem, int kvSharing = 1);
+
+// The same for either arrangement: with the row split, a CTA per 128 rows.
+int64_t forwardGridBlocksX(const AttentionProblem& problem, int kvSharing, bool rowSplit);
 
 struct ForwardCall {
   ForwardArguments arguments;  // layout filled
@@ -47,8 +59,9 @@ bool overlapApplies(const AttentionProblem& problem, int kvSharing);
 
 // The arguments of one call. Pointers are used as they are (device pointers, or host pointers on
 // the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8); `kvSharing`: kvSharingFor();
-// `overlap`: ForwardArguments::overlap (0 where overlapApplies is false).
+// `overlap`: ForwardArguments::overlap (0 where overlapApplies is false); `rowSplit`: the row
+// split's kernel (rowSplitRefusal empty; kvSharing 1 and overlap 0), else the split of the columns.
 ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated = 0, int kvSharing = 1, int overlap = 0);
+                                int exp2Emulated = 0, int kvSharing = 1, int overlap = 0, bool rowSplit = false);
 
 }  // namespace ffpa::sm90

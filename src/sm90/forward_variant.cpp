@@ -26,11 +26,11 @@ const ForwardInstanceList& instances() {
 #endif
 }
 
-const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing, int split) {
-  const int headDimV = instanceHeadDimV(problem.headDimV);
+const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing, int split, bool rowSplit) {
+  const int headDimV = rowSplit ? rowSplitHeadDimV(problem.headDimV) : instanceHeadDimV(problem.headDimV);
   for (const ForwardInstance& instance : instances()) {
     if (instance.headDimV == headDimV && instance.dtype == problem.dtype && instance.kvSharing == kvSharing &&
-        instance.split == split) {
+        instance.split == split && instance.rowSplit == rowSplit) {
       return &instance;
     }
   }
@@ -57,8 +57,8 @@ class ForwardPlan final : public PlanPayload {
       : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated), overlap_(overlap) {}
 
   void launch(const LaunchArgs& args) const override {
-    const ForwardCall call =
-        describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_, instance_.kvSharing, overlap_);
+    const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_,
+                                                 instance_.kvSharing, overlap_, instance_.rowSplit);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -78,11 +78,15 @@ class ForwardPlan final : public PlanPayload {
 };
 
 // The instance's layout for `problem` (its shared memory, its K buffers).
-ForwardArguments layoutOf(const AttentionProblem& problem) {
+ForwardArguments layoutOf(const AttentionProblem& problem, bool rowSplit) {
   ForwardArguments a{};
   a.headDimQk = static_cast<int32_t>(problem.headDimQk);
   a.headDimV = static_cast<int32_t>(problem.headDimV);
-  forwardLayout(a);
+  if (rowSplit) {
+    forwardRowSplitLayout(a);
+  } else {
+    forwardLayout(a);
+  }
   return a;
 }
 
@@ -95,10 +99,17 @@ struct LaunchChoice {
   int kvSharing;
   int split;
   int overlap;  // ForwardArguments::overlap, where overlapApplies
+  bool rowSplit;
 };
 
+// Where the problem has both arrangements (d_v 65..256 without slices), the row split is the
+// default ("row_split": 1) unless K and V sharing is asked for, which the split of the columns
+// does; d_v up to 64 has the row split only, sliced problems the split of the columns only.
 LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   const AttentionProblem& problem = r.problem;
+  const bool rowSplitServes = rowSplitRefusal(problem).empty();
+  const bool columnsServe = forwardRefusal(problem).empty();
+  int rowSplit = rowSplitServes ? 1 : 0;
   bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
   const int defaultSplit = defaultForwardSplit(clusterSizeFor(instanceHeadDimV(problem.headDimV)));
   int split = defaultSplit;
@@ -112,12 +123,16 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
       r, kForwardVariantName,
       {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
        {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
-       {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }}},
+       {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }},
+       {"row_split", 0, 1, 1, std::nullopt, [&](int64_t value) { rowSplit = int(value); }}},
       notes);
+  // K and V sharing, where asked for (the knob or a tuned config), is the split of the columns'.
+  const bool sharing = sharable && multicast && columnsServe;
+  if (rowSplitServes && (rowSplit != 0 || !columnsServe) && !sharing) return {1, kEvenSplit, 0, true};
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
   if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
   if (!overlapApplies(problem, kvSharing)) overlap = 0;
-  return {kvSharing, split, overlap};
+  return {kvSharing, split, overlap, false};
 }
 
 // What the planner decided, or why not.
@@ -141,22 +156,28 @@ Resolution resolve(const PlanRequest& r) {
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
   if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
   if (!compiled()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
-  if (std::string why = forwardRefusal(problem); !why.empty()) return notApplicable(std::move(why));
+  if (std::string why = forwardRefusal(problem); !why.empty()) {
+    // The row split's reason too where d_v is within its reach.
+    if (problem.headDimV > kRowSplitMaxHeadDimV) return notApplicable(std::move(why));
+    if (std::string rowWhy = rowSplitRefusal(problem); !rowWhy.empty()) {
+      return notApplicable(cat(why, "; ", rowWhy));
+    }
+  }
   Resolution d;
   const LaunchChoice choice = launchChoiceOf(r, d.notes);
-  d.instance = findInstance(problem, choice.kvSharing, choice.split);
+  d.instance = findInstance(problem, choice.kvSharing, choice.split, choice.rowSplit);
   d.overlap = choice.overlap;
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
-  const uint32_t shared = layoutOf(problem).sharedBytes;
+  const uint32_t shared = layoutOf(problem, choice.rowSplit).sharedBytes;
   if (shared > r.device.sharedMemPerBlockOptin) {
     return notApplicable(cat("needs ", shared, " bytes of shared memory per block; the device allows ",
                              r.device.sharedMemPerBlockOptin));
   }
   uint32_t grid[3];
   if (auto why =
-          chooseGrid(r.policy, gridBlocksX(problem, d.instance->kvSharing), problem.batch, problem.headsQ, d.gridDnhb,
-                     grid, d.notes)) {
+          chooseGrid(r.policy, forwardGridBlocksX(problem, d.instance->kvSharing, d.instance->rowSplit), problem.batch,
+                     problem.headsQ, d.gridDnhb, grid, d.notes)) {
     return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
   }
   return d;
@@ -166,11 +187,15 @@ Support supports(const PlanRequest& r) { return resolve(r).support; }
 
 // Runtime autotune's search space: for the kernel that does not share K and V, each split of
 // the columns where the split is a choice, each with and without the consumers' overlap; where
-// sharing applies, also the kernel that shares them (which splits
-// evenly and does not overlap). Empty where nothing applies: nothing to tune.
+// sharing applies, also the kernel that shares them (which splits evenly and does not overlap);
+// where the row split serves too, it besides them. Empty where nothing applies (the row split
+// alone: d_v up to 64): nothing to tune.
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+  const bool rowSplit = rowSplitRefusal(r.problem).empty();
+  if (rowSplit && !forwardRefusal(r.problem).empty()) return {};
   const bool sharing = kvSharingFor(r.problem, true) > 1;
   std::vector<tuning::LaunchConfig> all;
+  if (rowSplit) all.push_back({{"row_split", 1}});
   const std::vector<int> splits =
       splitTunable(r.problem, 1) ? std::vector<int>{kEvenSplit, kSkewedSplit} : std::vector<int>{-1};
   const std::vector<int> overlaps = overlapApplies(r.problem, 1) ? std::vector<int>{0, 1} : std::vector<int>{-1};
@@ -180,6 +205,7 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
       if (split >= 0) config["split"] = split;
       if (overlap >= 0) config["overlap"] = overlap;
       if (sharing) config["kv_multicast"] = 0;
+      if (rowSplit) config["row_split"] = 0;
       if (!config.empty()) all.push_back(std::move(config));
     }
   }
@@ -196,11 +222,22 @@ Plan plan(const PlanRequest& r) {
     allowDynamicSharedMemory(instance.kernel, r.device, "sm90 forward kernel");
   }
   Plan plan;
+  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split, instance.rowSplit);
+  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap);
+  const std::string grid = cat(" grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated,
+                               "/8", d.notes);
+  if (instance.rowSplit) {
+    const ForwardArguments layout = layoutOf(r.problem, true);
+    plan.config = cat("Br=", kRowSplitRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
+                      " d_v<=", instance.headDimV, " cluster=1 rows=", kRows, "+", kRows, " columns=", instance.headDimV,
+                      " k_buffers=", layout.kBuffers, " v_buffers=2 smem=", layout.sharedBytes,
+                      " tma=64x64 swizzle=128B wgmma=m64n64k16", grid);
+    return plan;
+  }
   const int columnCtas = clusterSizeFor(instance.headDimV);
   const int ctaColumns = ctaColumnsOf(instance.headDimV);
   const bool shared = instance.kvSharing > 1;
-  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split);
-  const ForwardArguments layout = layoutOf(r.problem);
+  const ForwardArguments layout = layoutOf(r.problem, false);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
                     " cluster=", shared ? instance.kvSharing : columnCtas, " columns=",
                     forwardConsumer0Columns(ctaColumns, instance.split), "+",
@@ -209,9 +246,7 @@ Plan plan(const PlanRequest& r) {
                     overlapApplies(r.problem, instance.kvSharing) ? cat(" overlap=", d.overlap) : std::string(),
                     columnCtas > 1 ? cat(" exchange=S:dsmem k_buffers=", layout.kBuffers) : "",
                     shared ? " kv=multicast:2 row tiles" : "", " smem=", layout.sharedBytes, " tma=64x64 swizzle=128B wgmma=m64n64k16",
-                    " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated, "/8",
-                    d.notes);
-  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap);
+                    grid);
   return plan;
 }
 
@@ -240,10 +275,10 @@ std::string mmaSyncKnobSet(const Policy& policy) {
 
 bool compiled() { return !instances().empty(); }
 
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split) {
-  const bool otherSplit = split != defaultForwardSplit(clusterSizeFor(instanceHeadDimV));
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split, bool rowSplit) {
+  const bool otherSplit = !rowSplit && split != defaultForwardSplit(clusterSizeFor(instanceHeadDimV));
   return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV,
-             kvSharing > 1 ? cat(".kv", kvSharing) : std::string(),
+             kvSharing > 1 ? cat(".kv", kvSharing) : std::string(), rowSplit ? ".row_split" : "",
              otherSplit ? (split == kEvenSplit ? ".even" : ".skewed") : "");
 }
 

@@ -17,8 +17,9 @@ constexpr const char* kForwardVariantName = "sm90.forward";
 // "sm90.forward.bf16.d512": the variant, the element type and the instance's d_v; with K and V
 // shared by two CTAs, "sm90.forward.bf16.d512.kv2"; with the consumers' split of the columns that
 // is not the default for its cluster size (kernels/sm90/forward_params.h),
-// "sm90.forward.bf16.d512.skewed" or "sm90.forward.bf16.d1024.even".
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split);
+// "sm90.forward.bf16.d512.skewed" or "sm90.forward.bf16.d1024.even"; the row split of d_v up to
+// 256 (rowSplit), "sm90.forward.bf16.d128.row_split".
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split, bool rowSplit = false);
 
 // Whether this build compiled the sm_90a kernels (build_arch contains 90a).
 bool compiled();

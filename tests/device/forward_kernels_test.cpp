@@ -740,14 +740,12 @@ TEST_CASE("fast forward: element offsets past 2^31 (sampled rows against float64
 
 // --- The Hopper kernel (FFPA_POLICY_HOPPER_KERNELS) ----------------------------------------------
 
-TEST_CASE("sm90 forward: d_v 65-1024 across tails, masks, head groups, layouts and dtypes") {
+TEST_CASE("sm90 forward: d_v 16-1024 across tails, masks, head groups, layouts and dtypes") {
   if (!hopper_runs_here()) return;
   Handles handles(true);
   Workspace workspace;
   std::vector<FastCase> cases;
-  for (FastCase fast_case : shape_matrix()) {
-    const int64_t dim_v = fast_case.test.config.problem.dim_v;
-    if (dim_v <= 64) continue;  // the mma.sync kernels'
+  for (FastCase fast_case : shape_matrix()) {  // every d: the row split up to 256, above it the columns'
     fast_case.accumulator = FFPA_ACCUMULATOR_F32;  // the other modes are the mma.sync kernels'
     cases.push_back(fast_case);
   }
@@ -764,6 +762,13 @@ TEST_CASE("sm90 forward: d_v 65-1024 across tails, masks, head groups, layouts a
       {1, 3, 1, 1, 333, 64, 1008, CausalMask::top_left, DType::bfloat16, LayoutKind::padded_aligned},
       {1, 2, 2, 200, 200, 896, 656, CausalMask::top_left, DType::float16, LayoutKind::bhnd},
       {1, 2, 1, 100, 150, 48, 640, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
+      // The rows split between the consumers (d_v up to 256): a CTA whose second consumer has no
+      // row (50 queries) or some (200), the first consumer's last tile masked (causal), d_v 48
+      // and 16 on the 64 instance, d_qk != d_v.
+      {1, 2, 1, 50, 300, 64, 48, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bnhd},
+      {2, 2, 1, 200, 333, 128, 128, CausalMask::top_left, DType::float16, LayoutKind::bhnd},
+      {1, 3, 1, 129, 129, 256, 192, CausalMask::none, DType::bfloat16, LayoutKind::padded_aligned},
+      {1, 2, 2, 300, 100, 16, 16, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
   };
   uint64_t start = 46000;
   for (const auto& e : extra) {
@@ -1012,7 +1017,9 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
                    forward_entry("sm90.forward", "fp16", 384, apart) + "," +
                    forward_entry("sm90.forward", "bf16", 320, overlap) + "," +
                    forward_entry("sm90.forward", "bf16", 1024, even) + "," +
-                   forward_entry("sm90.forward", "fp16", 768, even));
+                   forward_entry("sm90.forward", "fp16", 768, even) + "," +
+                   forward_entry("sm90.forward", "fp16", 128, R"({"row_split": 0})") + "," +
+                   forward_entry("sm90.forward", "bf16", 256, R"({"row_split": 0, "overlap": 0})"));
   Handle handle;
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   dir.use(handle);
@@ -1046,6 +1053,15 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
                     LayoutKind::bhnd, 0.0),
         false, 46413},
        "sm90.forward.f16.d768.even", "k_buffers=2"},
+      // d_v up to 256 with the columns split instead of the rows (row_split 0).
+      {{make_config(attention_shape(2, 4, 1, 300, 257, 128, 112, CausalMask::bottom_right), DType::float16,
+                    LayoutKind::bnhd, 0.0),
+        true, 46416},
+       "sm90.forward.f16.d128", "columns=64+64 overlap=1"},
+      {{make_config(attention_shape(1, 2, 2, 190, 333, 256, 256, CausalMask::top_left), DType::bfloat16,
+                    LayoutKind::bhnd, 0.0),
+        true, 46417},
+       "sm90.forward.bf16.d256", "columns=128+128 overlap=0"},
   };
   for (const Case& c : cases) check_planned_forward(handle, workspace, c.test, c.kernel, c.setting);
 }

@@ -11,6 +11,7 @@
 #include "emulation/launch.h"
 #include "sm90/forward_call.h"
 #include "sm90/forward_kernel.cuh"
+#include "sm90/forward_row_split_kernel.cuh"
 
 #include <doctest/doctest.h>
 
@@ -79,9 +80,28 @@ int launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::s
   }
 }
 
-// split, overlap: -1 for the planner's default.
+template <class Tag, int kHeadDimV>
+void launchRowSplitInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+  ffpa::emulation::launch(
+      config, [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::RowSplitForwardKernel<Tag, kHeadDimV>::run(p); },
+      params);
+}
+
+template <class Tag>
+void launchRowSplit(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+  switch (headDimV) {
+    case 64: return launchRowSplitInstance<Tag, 64>(config, params);
+    case 128: return launchRowSplitInstance<Tag, 128>(config, params);
+    case 192: return launchRowSplitInstance<Tag, 192>(config, params);
+    case 256: return launchRowSplitInstance<Tag, 256>(config, params);
+    default: throw std::invalid_argument("no sm90 row split instance for d_v " + std::to_string(headDimV));
+  }
+}
+
+// split, overlap: -1 for the planner's default; rowSplit: -1 for the planner's default (the row
+// split where it serves the problem and K and V are not shared), else 0 or 1.
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}, int split = -1,
-                       int overlap = -1) {
+                       int overlap = -1, int rowSplit = -1) {
   ForwardTensors t = forwardTensors(c);
   if (edit) edit(t);
   // The case's slices as the library holds them, read by the emulated kernel from the host.
@@ -89,8 +109,6 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   if (table) t.problem.slices = table.get();
   const ffpa::AttentionProblem& problem = t.problem;
   ForwardOutcome out;
-  const std::string refusal = ffpa::sm90::forwardRefusal(problem);
-  if (!refusal.empty()) throw std::runtime_error("the sm90 forward refuses the problem: " + refusal);
   ffpa::TensorArgs tensors;
   tensors.q = t.q.data();
   tensors.k = t.k.data();
@@ -104,16 +122,22 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
     if (knob == FFPA_POLICY_EXP2_EMULATION) exp2Emulated = static_cast<int>(value);
     if (knob == FFPA_POLICY_HOPPER_KV_MULTICAST) kvSharing = ffpa::sm90::kvSharingFor(problem, value != 0);
   }
+  const bool rowSplitServes = ffpa::sm90::rowSplitRefusal(problem).empty();
+  const bool rows = rowSplit < 0 ? rowSplitServes && kvSharing == 1 : rowSplit != 0;
+  const std::string refusal = rows ? ffpa::sm90::rowSplitRefusal(problem) : ffpa::sm90::forwardRefusal(problem);
+  if (!refusal.empty()) throw std::runtime_error("the sm90 forward refuses the problem: " + refusal);
+  if (rows) overlap = 0;
   if (overlap < 0) overlap = ffpa::sm90::overlapApplies(problem, kvSharing) ? 1 : 0;
   const ffpa::sm90::ForwardCall call =
-      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap);
+      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap, rows);
   ffpa::sm90::ForwardParams params;
   static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
   params.qMap = call.q;
   params.kMap = call.k;
   params.vMap = call.v;
-  const int instance = ffpa::sm90::instanceHeadDimV(problem.headDimV);
-  out.kernel = "sm90.forward d" + std::to_string(instance) + (kvSharing > 1 ? ".kv2" : "");
+  const int instance =
+      rows ? ffpa::sm90::rowSplitHeadDimV(problem.headDimV) : ffpa::sm90::instanceHeadDimV(problem.headDimV);
+  out.kernel = "sm90.forward d" + std::to_string(instance) + (kvSharing > 1 ? ".kv2" : "") + (rows ? ".row_split" : "");
   ffpa::emulation::Config config(
       {int(call.grid[0]), int(call.grid[1]), int(call.grid[2])}, ffpa::sm90::kThreads, params.sharedBytes,
       {{t.q.data(), t.q.size_bytes()},
@@ -122,6 +146,16 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
        {t.o.data(), t.o.size_bytes()},
        {t.lse.data(), t.lse.size_bytes()}});
   config.scheduleSeed = c.scheduleSeed;
+  if (rows) {
+    if (c.dtype == DType::bfloat16) {
+      launchRowSplit<ffpa::kernels::Bf16Tag>(instance, config, params);
+    } else {
+      launchRowSplit<ffpa::kernels::HalfTag>(instance, config, params);
+    }
+    out.config = "rows=64+64";
+    finishOutcome(c, t, out);
+    return out;
+  }
   const int columns0 = c.dtype == DType::bfloat16
                            ? launchFor<ffpa::kernels::Bf16Tag>(instance, config, params, call.kvSharing, split)
                            : launchFor<ffpa::kernels::HalfTag>(instance, config, params, call.kvSharing, split);
@@ -143,9 +177,10 @@ AttentionCase sweepCase(int index, const int (&dim)[2], DType dtype, int kvLengt
   return c;
 }
 
-void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1, int overlap = -1) {
+void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1, int overlap = -1,
+                     int rowSplit = -1) {
   try {
-    checkForward(c, runSm90(c, gridDnhb, {}, split, overlap));
+    checkForward(c, runSm90(c, gridDnhb, {}, split, overlap, rowSplit));
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
@@ -157,16 +192,67 @@ TEST_SUITE_BEGIN("sm90 kernels");
 
 TEST_CASE("sm90 forward: every instance, both dtypes, tails, masks, layouts, GQA") {
   // d_v 65..256 on the 128, 192 and 256 instances (d_v 80 and 176: a partial last block; d_qk 576
-  // on the smallest), then 257..512.
+  // on the smallest, which only the split of the columns serves), each arrangement where both
+  // serve: the row split (the default) and the split of the columns; then 257..512.
   const int dims[][2] = {{128, 128}, {64, 80}, {192, 192}, {256, 176}, {256, 256}, {576, 128}, {320, 320},
                          {384, 384}, {448, 448}, {512, 512}, {576, 512}, {272, 304}, {128, 464}};
   int index = 0;
   for (const auto& dim : dims) {
     for (DType dtype : {DType::float16, DType::bfloat16}) {
-      runAndCheckSm90(sweepCase(index, dim, dtype, 100, 900), index % 2 == 1);
+      const AttentionCase c = sweepCase(index, dim, dtype, 100, 900);
+      runAndCheckSm90(c, index % 2 == 1);
+      if (dim[1] <= 256 && dim[0] <= 256) runAndCheckSm90(c, index % 2 == 0, -1, -1, 0);
       ++index;
     }
   }
+}
+
+TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails, masks, GQA, shuffled orders") {
+  // 128 rows per CTA, 64 per consumer, each with all of O's columns; K and V in rings of two.
+  // d_v up to 64 (16, 48: most of the block past d_v) on the 64 instance, which only this
+  // arrangement has; d_qk != d_v both ways; both dtypes, layouts, LSE or none.
+  const int dims[][2] = {{64, 64}, {32, 48}, {16, 16}, {96, 64}, {128, 128}, {64, 192}, {256, 256}, {224, 240}};
+  int index = 0;
+  for (const auto& dim : dims) {
+    AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 190, 1500);
+    c.scheduleSeed = index % 3 == 0 ? 0 : 40 + index;
+    try {
+      const ForwardOutcome out = runSm90(c, index % 2 == 1);
+      CHECK(out.config == "rows=64+64");
+      checkForward(c, out);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
+    ++index;
+  }
+  // Causal pairs whose first consumer sees a tile fewer than the second (the extra tile masked
+  // for all of its rows, both alignments, Nq != Nkv), a CTA whose second consumer has no row
+  // (Nq 50) or a few (Nq 200: the last CTA's rows 128..199), rows that see no key (bottom-right,
+  // more queries than keys), many KV tiles (each ring buffer reused), in seeded orders in which a
+  // consumer runs a tile ahead of the other.
+  const struct {
+    int64_t seqQ, seqKv;
+    CausalMask mask;
+  } shapes[] = {{200, 333, CausalMask::top_left}, {200, 333, CausalMask::bottom_right}, {50, 300, CausalMask::none},
+                {300, 130, CausalMask::bottom_right}, {129, 129, CausalMask::top_left}};
+  for (const auto& shape : shapes) {
+    for (const uint64_t seed : {0u, 7u}) {
+      AttentionCase c;
+      c.shape = problem(1, 2, 1, shape.seqQ, shape.seqKv, 128, 128, shape.mask);
+      c.dtype = seed ? DType::bfloat16 : DType::float16;
+      c.layout = kLayouts[index % 3];
+      c.scheduleSeed = seed;
+      c.start = 1520 + index++;
+      runAndCheckSm90(c);
+    }
+  }
+  // exp2 emulated for some column groups: the consumers' other copy.
+  AttentionCase emulated;
+  emulated.shape = problem(1, 2, 2, 150, 200, 64, 64, CausalMask::bottom_right);
+  emulated.dtype = DType::bfloat16;
+  emulated.knobs = {{FFPA_POLICY_EXP2_EMULATION, 3}};
+  emulated.start = 1550;
+  runAndCheckSm90(emulated);
 }
 
 TEST_CASE("sm90 forward: the consumers' other split of the columns, one CTA and clusters of two") {
@@ -227,7 +313,7 @@ TEST_CASE("sm90 forward: consumers with and without the overlap, one CTA and clu
       const int instance = ffpa::sm90::instanceHeadDimV(dim[1]);
       const int ctaColumns = instance / ffpa::sm90::clusterSizeFor(instance);
       const int chosenSplit = ffpa::sm90::forwardSplitsDiffer(ctaColumns) ? split : -1;
-      for (const int overlap : {0, 1}) runAndCheckSm90(c, index % 2 == 1, chosenSplit, overlap);
+      for (const int overlap : {0, 1}) runAndCheckSm90(c, index % 2 == 1, chosenSplit, overlap, 0);
       ++index;
     }
   }

@@ -85,12 +85,16 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
       {FFPA_DATA_TYPE_FLOAT16, 576, 528, "sm90.forward.f16.d640"},
       {FFPA_DATA_TYPE_FLOAT16, 64, 768, "sm90.forward.f16.d768"},
       {FFPA_DATA_TYPE_BFLOAT16, 896, 880, "sm90.forward.bf16.d896"},
-      // d_v 65..256: at least two blocks, one per consumer (65..128 on the 128 instance).
-      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.forward.f16.d128"},
-      {FFPA_DATA_TYPE_BFLOAT16, 64, 80, "sm90.forward.bf16.d128"},
+      // d_v up to 256: the rows split between the consumers, each with all columns (16..64 on the
+      // 64 instance); d_qk 576 does not fit its shared memory: the split of the columns (65..128
+      // on the 128 instance, a block per consumer).
+      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.forward.f16.d128.row_split"},
+      {FFPA_DATA_TYPE_BFLOAT16, 64, 80, "sm90.forward.bf16.d128.row_split"},
       {FFPA_DATA_TYPE_FLOAT16, 576, 128, "sm90.forward.f16.d128"},
-      {FFPA_DATA_TYPE_BFLOAT16, 192, 144, "sm90.forward.bf16.d192"},
-      {FFPA_DATA_TYPE_FLOAT16, 256, 256, "sm90.forward.f16.d256"},
+      {FFPA_DATA_TYPE_BFLOAT16, 192, 144, "sm90.forward.bf16.d192.row_split"},
+      {FFPA_DATA_TYPE_FLOAT16, 256, 256, "sm90.forward.f16.d256.row_split"},
+      {FFPA_DATA_TYPE_FLOAT16, 64, 64, "sm90.forward.f16.d64.row_split"},
+      {FFPA_DATA_TYPE_BFLOAT16, 32, 48, "sm90.forward.bf16.d64.row_split"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.kernel);
@@ -130,10 +134,25 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
   CHECK_HAS(describeForward(h, wideQk).config, "k_buffers=1");
   const Problem p896(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 896, 896);
   CHECK_HAS(describeForward(h, p896).config, "cluster=2 columns=128+320 split=skewed");
-  // Below 320 the splits agree (a block or two each; 192: consumer 1 the larger half), none named.
+  // The row split: 128 rows per CTA, two K buffers where they fit (d_qk 256 with d_v 64 does, 448
+  // does not).
+  const Problem p128(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
+  CHECK_HAS(describeForward(h, p128).config,
+            "Br=128 Bc=64 warpgroups=1+2 threads=384 d_v<=128 cluster=1 rows=64+64 columns=128 k_buffers=2 v_buffers=2 "
+            "smem=115848 ");
+  const Problem wide(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 64);
+  CHECK_HAS(describeForward(h, wide).config, "columns=64 k_buffers=2 ");
+  const Problem wider(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 448, 64);
+  CHECK_HAS(describeForward(h, wider).config, "columns=64 k_buffers=1 ");
+  // With attention slices, or K and V shared, the split of the columns below 320 too; the splits
+  // agree there (a block or two each; 192: consumer 1 the larger half), none named.
+  Handle sharing(describedH100());
+  sharing.set<int32_t>(FFPA_POLICY_HOPPER_KV_MULTICAST, 1);
   for (const auto& [d, columns] : {std::pair{128, "64+64"}, std::pair{192, "64+128"}, std::pair{256, "128+128"}}) {
     const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, d, d);
-    CHECK_HAS(describeForward(h, small).config, std::string("cluster=1 columns=") + columns + " overlap=1 smem=");
+    const Described shared = describeForward(sharing, small);
+    CHECK(shared.kernel == "sm90.forward.bf16.d" + std::to_string(d) + ".kv2");
+    CHECK_HAS(shared.config, std::string("cluster=2 columns=") + columns + " kv=multicast:2 row tiles");
   }
 }
 
@@ -149,9 +168,10 @@ TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels
     const char* why;
   };
   const Case cases[] = {
-      {64, 64, "d_v = 64 is outside the sm90 forward's 65..1024"},
-      {128, 48, "d_v = 48 is outside the sm90 forward's 65..1024"},
       {640, 512, "d_qk = 640 is not a multiple of 16 up to 576 (with d_v = 512)"},
+      {1024, 48,
+       "d_v = 48 is outside the sm90 forward's 65..1024; the row split needs 427144 bytes of shared memory at d_qk = "
+       "1024"},
   };
   for (const Case& c : cases) {
     INFO(c.why);
@@ -259,10 +279,10 @@ TEST_CASE("exp2 emulation: a knob of the Hopper forward, refused by name elsewhe
   CHECK(emulated.kernel == "sm90.forward.bf16.d512");
   CHECK_HAS(emulated.config, "exp2_emulated=8/8");
   // A problem the Hopper kernel does not serve fails rather than losing the knob.
-  const Problem small(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 64, 64);
-  CHECK(describeForward(h, small).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
-  const Problem d128(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
-  CHECK_HAS(describeForward(h, d128).config, "exp2_emulated=8/8");
+  const Problem uncovered(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 1024, 48);
+  CHECK(describeForward(h, uncovered).status == FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION);
+  const Problem d64(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 1000, 1000, 64, 64);
+  CHECK_HAS(describeForward(h, d64).config, "exp2_emulated=8/8");
 }
 
 TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the mma.sync ones elsewhere") {

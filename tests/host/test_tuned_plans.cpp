@@ -175,6 +175,16 @@ TEST_CASE("tuned configs: tile_keys picks 32- or 64-key tiles of the mma.sync fo
   CHECK_HAS(d256.config, "Bc=64");
 }
 
+namespace {
+
+// An entry of the Hopper forward, bf16, at `headDim` and sequence length 4096 with `config`.
+std::string hopperForwardEntry(int64_t headDim, const std::string& config) {
+  return R"({"direction": "forward", "kernel": "sm90.forward", "dtype": "bf16", "head_dim": )" +
+         std::to_string(headDim) + R"(, "seqlen": 4096, "config": )" + config + "}";
+}
+
+}  // namespace
+
 TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the columns from its entry") {
   if (!buildListHas("architectures", "90a")) {
     MESSAGE("skipped: this build compiles no sm_90a code");
@@ -202,8 +212,7 @@ TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the c
   std::string entries;
   for (const Case& c : cases) {
     entries += std::string(entries.empty() ? "" : ",") +
-               R"({"direction": "forward", "kernel": "sm90.forward", "dtype": "bf16", "head_dim": )" +
-               std::to_string(c.dv) + R"(, "seqlen": 4096, "config": {"split": )" + std::to_string(c.split) + "}}";
+               hopperForwardEntry(c.dv, R"({"split": )" + std::to_string(c.split) + "}");
   }
   ConfigDirectory dir("split");
   dir.write(fileWith(entries, R"("Described H100", "compute_capability": "9.0")"), "Described_H100.json");
@@ -222,5 +231,46 @@ TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the c
     // Without the file, the default split (and the unsuffixed instance).
     const Described plain = describeForward(builtIn, Problem(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, dv, dv));
     CHECK(plain.kernel == kernel.substr(0, kernel.find('.', std::string("sm90.forward.bf16.d").size())));
+  }
+}
+
+TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 256 from its entry") {
+  if (!buildListHas("architectures", "90a")) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  // "row_split": 0 asks for the split of the columns where both arrangements serve (d_v
+  // 65..256); d_v up to 64 has the row split only, whatever the entry says.
+  struct Case {
+    int64_t dv;
+    const char* config;
+    const char* kernel;
+    const char* shape;
+  };
+  const Case cases[] = {
+      {64, R"({"row_split": 0})", "sm90.forward.bf16.d64.row_split", "rows=64+64 columns=64 "},
+      {128, R"({"row_split": 0})", "sm90.forward.bf16.d128", "cluster=1 columns=64+64 overlap=1 smem="},
+      {192, R"({"row_split": 0, "overlap": 0})", "sm90.forward.bf16.d192", "cluster=1 columns=64+128 overlap=0 smem="},
+      {256, R"({"row_split": 1})", "sm90.forward.bf16.d256.row_split", "rows=64+64 columns=256 k_buffers=2"},
+  };
+  std::string entries;
+  for (const Case& c : cases) {
+    entries += std::string(entries.empty() ? "" : ",") + hopperForwardEntry(c.dv, c.config);
+  }
+  ConfigDirectory dir("row-split");
+  dir.write(fileWith(entries, R"("Described H100", "compute_capability": "9.0")"), "Described_H100.json");
+  Handle tuned;  // a described H100
+  setDirectory(tuned, dir.path());
+  Handle builtIn;
+  for (const Case& c : cases) {
+    INFO(c.kernel);
+    const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, c.dv, c.dv);
+    const Described d = describeForward(tuned, p);
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel == c.kernel);
+    CHECK_HAS(d.config, c.shape);
+    CHECK_HAS(d.config, "tuned(");
+    // Without the file, the row split.
+    CHECK(describeForward(builtIn, p).kernel == "sm90.forward.bf16.d" + std::to_string(c.dv) + ".row_split");
   }
 }

@@ -664,7 +664,8 @@ impl ffpaPolicyKnob {
 }
 impl ffpaPolicyKnob {
     #[doc = " Bool, default 1: on compute capability 9.0, run the Hopper forward kernel (TMA loads,"]
-    #[doc = "  `wgmma`, warp-specialized warpgroups; d_v 65..512 with d_qk up to 576, and d_v 513..1024"]
+    #[doc = "  `wgmma`, warp-specialized warpgroups; d_v up to 512 with d_qk up to 576 (d_v up to 64 only"]
+    #[doc = "  without attention slices and where shared memory holds d_qk), and d_v 513..1024"]
     #[doc = "  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper"]
     #[doc = "  gradient kernels (dQ and dK/dV for head dims up to 1024, on clusters of up to four CTAs)"]
     #[doc = "  where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,"]
@@ -688,7 +689,9 @@ impl ffpaPolicyKnob {
     #[doc = " Bool, default 0: in the Hopper forward for d_v up to 512 without attention slices, let the"]
     #[doc = "  CTAs of two adjacent 64-row tiles share each K and V tile: a cluster of two in which each"]
     #[doc = "  CTA loads half of every tile with TMA multicast into both, so that the L2 delivers K and V"]
-    #[doc = "  once per 128 query rows instead of once per 64. Problems of one row tile, sliced problems and"]
+    #[doc = "  once per 128 query rows instead of once per 64 (for d_v 65..256 in place of the default,"]
+    #[doc = "  which splits 128 rows of one CTA between its consumers and reads K and V once per 128 rows"]
+    #[doc = "  too). Problems of one row tile, sliced problems and"]
     #[doc = "  larger head dims keep one CTA per row tile. Left at its default, a tuned config or runtime"]
     #[doc = "  autotune may choose it per shape (launch parameter `kv_multicast`). A forward another kernel"]
     #[doc = "  serves ignores it, and so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`."]

@@ -201,7 +201,7 @@ struct ForwardArguments : ProblemSizes {
   int32_t kBuffers;   // 2 in clusters where shared memory holds them (K loads a tile ahead), else 1
   uint32_t vOffset;
   uint32_t vBufferBytes;  // the row split: two V buffers of this size; else one
-  uint32_t pOffset;      // two P slots of one block each (the row split: one per consumer)
+  uint32_t pOffset;      // two P slots of one block each (the row split: two per consumer)
   uint32_t statsOffset;  // row scales of the two slots, then the final 1 / row sums
   uint32_t exchangeOffset;  // the partial S received from the other CTA (cluster of two)
   uint32_t barrierOffset;
@@ -256,8 +256,8 @@ inline uint32_t forwardLayout(ForwardArguments& p) {
 }
 
 // The row split's layout (forward_row_split_kernel.cuh) in `p` (headDimQk and headDimV set): Q of
-// both row tiles, K in two buffers where kMaxSharedBytes holds them (else one), V in two, and a P
-// block per consumer; returns the dynamic shared memory the launch needs (above kMaxSharedBytes
+// both row tiles, K in two buffers where kMaxSharedBytes holds them (else one), V in two, and two
+// P blocks per consumer; returns the dynamic shared memory the launch needs (above kMaxSharedBytes
 // where even one K buffer does not fit: the kernel cannot serve the problem).
 inline uint32_t forwardRowSplitLayout(ForwardArguments& p) {
   const uint32_t qkBytes = columnBlocks(p.headDimQk) * kBlockBytes;
@@ -268,7 +268,7 @@ inline uint32_t forwardRowSplitLayout(ForwardArguments& p) {
     p.kOffset = at.take(p.kBuffers * qkBytes);
     p.vBufferBytes = columnBlocks(p.headDimV) * kBlockBytes;
     p.vOffset = at.take(2 * p.vBufferBytes);
-    p.pOffset = at.take(kRowSplitRows / kRows * kBlockBytes);
+    p.pOffset = at.take(2 * kRowSplitRows / kRows * kBlockBytes);
     p.exchangeOffset = at.take(0);
     p.statsOffset = at.take(0);
     p.barrierOffset = at.take(kBarrierCount * 8);

@@ -1,19 +1,22 @@
 // The sm90 forward for d_v up to 256 without attention slices, with the rows split between the
 // consumers rather than O's columns (FlashAttention-3's arrangement): a CTA computes 128 query
 // rows of one (batch, head), consumer w the rows [64 w, 64 w + 64) of them, each with its own S,
-// softmax, P and all of O's columns (at most 256: 128 fp32 registers per thread). Per KV tile j:
+// softmax, P and all of O's columns (at most 256: 128 fp32 registers per thread). Per KV tile j,
+// with slot = j % 2 (rings of two K and two V buffers, one K buffer where shared memory holds
+// only one; the empty barriers count both consumers' releases):
 //   producer:   [K empty slot] K(j) -> K full slot        [V empty slot] V(j) -> V full slot
-//   consumer w: [K full slot] S_w[64, 64] = Q_w K^T over d_qk -> K empty slot
-//               online softmax; P_w to its own block; the warpgroup's barrier (all of P_w written)
-//               rescale O_w; [V full slot] O_w[64, d_v] += P_w V -> V empty slot
-// with slot = j % 2 (a ring of two K and two V buffers, where shared memory holds them; the
-// empty barriers count both consumers' releases). Against the split of the columns
-// (forward_kernel.cuh), where consumer 0 alone computes S and the softmax while consumer 1
-// waits for P, every K and V tile feeds 128 rows instead of 64 (half the L2 traffic per FLOP),
-// and neither consumer waits for the other: while one runs its softmax, the other's products
-// have the tensor cores. Under a causal mask both walk the KV tiles some row of the 128 sees;
-// a tile past a consumer's rows is masked for all of them (P = 0), as with K and V shared
-// between row tiles.
+//   consumer w: [K full] S_w(j + 1) = Q_w K^T issued; [V full] O_w += P_w(j) V issued
+//               S_w(j + 1) done -> K empty; its online softmax and P_w(j + 1) to the consumer's
+//               other P block, under P V(j) on the tensor cores
+//               P V(j) done -> V empty; the warpgroup's barrier (P_w(j + 1) written by all its
+//               threads, P V(j) done for all); O_w rescaled
+// (S(0) and P(0) before the first tile). Against the split of the columns (forward_kernel.cuh),
+// where consumer 0 alone computes S and the softmax while consumer 1 waits for P, every K and V
+// tile feeds 128 rows instead of 64 (half the L2 traffic per FLOP), and neither consumer waits
+// for the other: while one runs its softmax, the other's products have the tensor cores, and
+// each consumer's own softmax runs under its P V. Under a causal mask both walk the KV tiles
+// some row of the 128 sees; a tile past a consumer's rows is masked for all of them (P = 0), as
+// with K and V shared between row tiles.
 #pragma once
 
 #include "common/element.cuh"
@@ -36,7 +39,7 @@ struct RowSplitForwardKernel {
   using Rows = ForwardRows<Tag>;
 
   struct Shared {
-    uint32_t q, k, v, p;  // Q: the two row tiles; P: one block per consumer
+    uint32_t q, k, v, p;  // Q: the two row tiles; P: two blocks per consumer
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
@@ -101,32 +104,58 @@ struct RowSplitForwardKernel {
     const BufferRing keyRing{p.kBuffers};
     const BufferRing valueRing{2};  // forwardRowSplitLayout
     const uint32_t q = s.q + consumer * at.qk.count * kBlockBytes;
-    const uint32_t pBlock = s.p + consumer * kBlockBytes;
-    if (at.tiles > 0) mbarrierWait(s.barrier(kQFull), 0);
-    for (int tile = 0; tile < at.tiles; ++tile) {
-      const int kSlot = keyRing.slot(tile);
-      mbarrierWait(s.barrier(kKFull0 + kSlot), keyRing.use(tile) & 1);
-      scoreProduct<Tag>(score, q, s.k + kSlot * p.kBufferBytes, at.qk.count);
-      mbarrierArrive(s.barrier(kKEmpty0 + kSlot));
-
+    // P of tile t in block t % 2 of the consumer's two.
+    const auto pBlock = [&](int tile) { return s.p + (2 * consumer + (tile & 1)) * kBlockBytes; };
+    // The softmax of tile `tile`, whose S is in `score`: P in `score`, O's row scales in `factor`.
+    const auto softmaxOf = [&](int tile, float (&factor)[2]) {
       const KeyTile keys{tile * kKeys, -1};
       VisibleKeys visible[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
-      float factor[2];
       softmax.template tile<kMayEmulate>(p, score, visible, keys.firstKey, me, factor);
-
-      // P to the consumer's block: its P V of the previous tile, the block's last reader, has
-      // completed (below). Every thread's stores are fenced for the async proxy before the
-      // warpgroup's barrier, after which its wgmma may read them.
-      storeTile16<Tag>(pBlock, score, me);
-      rolesBarrier(kRowSplitBarrierId + consumer, 128);
-
-      Rows::template rescale<kHeadDimV>(o, factor);
+    };
+    // The warpgroup's barrier: every thread's P stores (fenced for the async proxy by
+    // storeTile16) are done before its wgmma reads them, and every thread's P V of the tile
+    // before has completed before P of the tile after overwrites that block.
+    const auto warpgroupBarrier = [&] { rolesBarrier(kRowSplitBarrierId + consumer, 128); };
+    if (at.tiles > 0) {
+      mbarrierWait(s.barrier(kQFull), 0);
+      mbarrierWait(s.barrier(kKFull0), 0);
+      scoreProduct<Tag>(score, q, s.k, at.qk.count);
+      mbarrierArrive(s.barrier(kKEmpty0));
+      float factor[2];  // O is still zero: nothing to rescale
+      softmaxOf(0, factor);
+      storeTile16<Tag>(pBlock(0), score, me);
+      warpgroupBarrier();
+    }
+    // Tile j: S(j + 1) and O += P(j) V(j) issued together; the softmax of j + 1, and its P into
+    // the other block, under P V(j) (the tensor cores run one while the warpgroup computes the
+    // other). After the last tile the group of S is an empty one: the wgmma sequence stays the
+    // same on every iteration, which ptxas needs to keep the two groups in flight together.
+    for (int tile = 0; tile < at.tiles; ++tile) {
+      const bool next = tile + 1 < at.tiles;
+      const int kSlot = keyRing.slot(tile + 1);
+      if (next) mbarrierWait(s.barrier(kKFull0 + kSlot), keyRing.use(tile + 1) & 1);
+      issueScoreProduct<Tag, true>(score, q, s.k + kSlot * p.kBufferBytes, next ? at.qk.count : 0);
       const int vSlot = valueRing.slot(tile);
       mbarrierWait(s.barrier(kVFull0 + vSlot), valueRing.use(tile) & 1);
-      accumulateKeyProduct<kHeadDimV, Tag>(o, pBlock, s.v + vSlot * p.vBufferBytes);
+      issueKeyProduct<kHeadDimV, Tag>(o, pBlock(tile), s.v + vSlot * p.vBufferBytes);
+      wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
+      wgmmaFenceOperands(score);
+      float factor[2] = {1.0f, 1.0f};
+      if (next) {
+        mbarrierArrive(s.barrier(kKEmpty0 + kSlot));
+        softmaxOf(tile + 1, factor);
+        // Its block's last reader, P V(j - 1), completed before the barrier of tile j - 1.
+        storeTile16<Tag>(pBlock(tile + 1), score, me);
+      }
+      wgmmaWait<0>();
+      wgmmaFenceOperands(o);
       mbarrierArrive(s.barrier(kVEmpty0 + vSlot));
+      if (next) {
+        warpgroupBarrier();
+        Rows::template rescale<kHeadDimV>(o, factor);
+      }
     }
     float inverse[2];
     softmax.finish(p, at, true, me, inverse);

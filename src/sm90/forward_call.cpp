@@ -7,6 +7,7 @@
 #include "sm90/sliced_tiles.h"
 
 #include <cstdint>
+#include <limits>
 
 namespace ffpa::sm90 {
 
@@ -80,6 +81,8 @@ std::string rowSplitRefusal(const AttentionProblem& p) {
     return cat("d_qk = ", p.headDimQk, " and d_v = ", p.headDimV, " must be multiples of 16");
   }
   if (p.slices != nullptr) return "the row split serves no attention slices";
+  // Its CTAs' row ranges, [128 x, 128 x + 128), stay within int.
+  if (p.seqQ > std::numeric_limits<int32_t>::max() - kRowSplitRows) return "the row split needs seqQ below 2^31 - 128";
   ForwardArguments a{};
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
@@ -91,6 +94,17 @@ std::string rowSplitRefusal(const AttentionProblem& p) {
 }
 
 bool overlapApplies(const AttentionProblem&, int kvSharing) { return kvSharing == 1; }
+
+// With one K buffer, S(j + 1), which P V(j) is issued behind, waits for K(j + 1) to load after
+// both consumers' S(j) (d_qk above 256); not yet timed against the split of the columns.
+bool rowSplitByDefault(const AttentionProblem& p) {
+  if (!rowSplitRefusal(p).empty()) return false;
+  ForwardArguments a{};
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  forwardRowSplitLayout(a);
+  return a.kBuffers == 2 || !forwardRefusal(p).empty();
+}
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
                                 int exp2Emulated, int kvSharing, int overlap, bool rowSplit) {

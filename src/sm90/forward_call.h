@@ -25,6 +25,10 @@ std::string forwardRefusal(const AttentionProblem& problem);
 // what forwardRefusal says of the element type, sizes and strides.
 std::string rowSplitRefusal(const AttentionProblem& problem);
 
+// Whether the planner takes the row split for `problem` when nothing asks otherwise: where it
+// serves the problem, with two K buffers or as the only arrangement that serves it (d_v up to 64).
+bool rowSplitByDefault(const AttentionProblem& problem);
+
 // The d_v of the row split's instance that serves `headDimV` (up to 256): the next multiple of 64.
 int rowSplitHeadDimV(int64_t headDimV);
 

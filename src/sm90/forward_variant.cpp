@@ -103,13 +103,14 @@ struct LaunchChoice {
 };
 
 // Where the problem has both arrangements (d_v 65..256 without slices), the row split is the
-// default ("row_split": 1) unless K and V sharing is asked for, which the split of the columns
-// does; d_v up to 64 has the row split only, sliced problems the split of the columns only.
+// default ("row_split": 1) where its shared memory holds two K buffers, unless K and V sharing
+// is asked for, which the split of the columns does; d_v up to 64 has the row split only, sliced
+// problems the split of the columns only.
 LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   const AttentionProblem& problem = r.problem;
   const bool rowSplitServes = rowSplitRefusal(problem).empty();
   const bool columnsServe = forwardRefusal(problem).empty();
-  int rowSplit = rowSplitServes ? 1 : 0;
+  int rowSplit = rowSplitByDefault(problem) ? 1 : 0;
   bool multicast = r.policy.flag(FFPA_POLICY_HOPPER_KV_MULTICAST);
   const int defaultSplit = defaultForwardSplit(clusterSizeFor(instanceHeadDimV(problem.headDimV)));
   int split = defaultSplit;

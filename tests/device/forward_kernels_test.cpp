@@ -769,6 +769,7 @@ TEST_CASE("sm90 forward: d_v 16-1024 across tails, masks, head groups, layouts a
       {2, 2, 1, 200, 333, 128, 128, CausalMask::top_left, DType::float16, LayoutKind::bhnd},
       {1, 3, 1, 129, 129, 256, 192, CausalMask::none, DType::bfloat16, LayoutKind::padded_aligned},
       {1, 2, 2, 300, 100, 16, 16, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
+      {1, 2, 1, 200, 333, 448, 64, CausalMask::top_left, DType::bfloat16, LayoutKind::bnhd},  // one K buffer
   };
   uint64_t start = 46000;
   for (const auto& e : extra) {
@@ -1062,6 +1063,7 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
                     LayoutKind::bhnd, 0.0),
         true, 46417},
        "sm90.forward.bf16.d256", "columns=128+128 overlap=0"},
+
   };
   for (const Case& c : cases) check_planned_forward(handle, workspace, c.test, c.kernel, c.setting);
 }

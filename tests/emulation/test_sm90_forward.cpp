@@ -98,8 +98,8 @@ void launchRowSplit(int headDimV, const ffpa::emulation::Config& config, const f
   }
 }
 
-// split, overlap: -1 for the planner's default; rowSplit: -1 for the planner's default (the row
-// split where it serves the problem and K and V are not shared), else 0 or 1.
+// split, overlap: -1 for the planner's default; rowSplit: -1 for the planner's default
+// (rowSplitByDefault, K and V not shared), else 0 or 1.
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}, int split = -1,
                        int overlap = -1, int rowSplit = -1) {
   ForwardTensors t = forwardTensors(c);
@@ -122,8 +122,7 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
     if (knob == FFPA_POLICY_EXP2_EMULATION) exp2Emulated = static_cast<int>(value);
     if (knob == FFPA_POLICY_HOPPER_KV_MULTICAST) kvSharing = ffpa::sm90::kvSharingFor(problem, value != 0);
   }
-  const bool rowSplitServes = ffpa::sm90::rowSplitRefusal(problem).empty();
-  const bool rows = rowSplit < 0 ? rowSplitServes && kvSharing == 1 : rowSplit != 0;
+  const bool rows = rowSplit < 0 ? ffpa::sm90::rowSplitByDefault(problem) && kvSharing == 1 : rowSplit != 0;
   const std::string refusal = rows ? ffpa::sm90::rowSplitRefusal(problem) : ffpa::sm90::forwardRefusal(problem);
   if (!refusal.empty()) throw std::runtime_error("the sm90 forward refuses the problem: " + refusal);
   if (rows) overlap = 0;
@@ -211,13 +210,15 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
   // 128 rows per CTA, 64 per consumer, each with all of O's columns; K and V in rings of two.
   // d_v up to 64 (16, 48: most of the block past d_v) on the 64 instance, which only this
   // arrangement has; d_qk != d_v both ways; both dtypes, layouts, LSE or none.
-  const int dims[][2] = {{64, 64}, {32, 48}, {16, 16}, {96, 64}, {128, 128}, {64, 192}, {256, 256}, {224, 240}};
+  // d_qk 320 and 448: one K buffer (S(j + 1) loads into the buffer S(j) read).
+  const int dims[][2] = {{64, 64},   {32, 48},   {16, 16},  {96, 64},  {128, 128},
+                         {64, 192},  {256, 256}, {224, 240}, {320, 256}, {448, 64}};
   int index = 0;
   for (const auto& dim : dims) {
     AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 190, 1500);
     c.scheduleSeed = index % 3 == 0 ? 0 : 40 + index;
     try {
-      const ForwardOutcome out = runSm90(c, index % 2 == 1);
+      const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, -1, -1, 1);
       CHECK(out.config == "rows=64+64");
       checkForward(c, out);
     } catch (const std::exception& e) {

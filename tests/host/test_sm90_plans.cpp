@@ -95,6 +95,10 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
       {FFPA_DATA_TYPE_FLOAT16, 256, 256, "sm90.forward.f16.d256.row_split"},
       {FFPA_DATA_TYPE_FLOAT16, 64, 64, "sm90.forward.f16.d64.row_split"},
       {FFPA_DATA_TYPE_BFLOAT16, 32, 48, "sm90.forward.bf16.d64.row_split"},
+      // d_qk 384 leaves the row split one K buffer: the split of the columns by default, unless
+      // d_v is 64 or less (the row split alone serves it).
+      {FFPA_DATA_TYPE_FLOAT16, 384, 128, "sm90.forward.f16.d128"},
+      {FFPA_DATA_TYPE_FLOAT16, 448, 64, "sm90.forward.f16.d64.row_split"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.kernel);

@@ -370,6 +370,37 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
   CHECK(tunedSplit.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"overlap", 0}, {"split", 1}});
 }
 
+TEST_CASE("runtime autotune of the Hopper forward times the row split against the split of the columns") {
+  const KernelRegistry& registry = builtinKernels();
+  const KernelVariant* sm90 = builtinVariant("sm90.forward");
+  REQUIRE(sm90 != nullptr);
+  const Policy policy = autotunePolicy();
+  const PlanRequest request{packedProblem(128), policy, hopper(), nullptr};
+  if (const Support support = sm90->supports(request); support.verdict != Support::Verdict::Applies) {
+    MESSAGE("skipped: " << support.reason);
+    return;
+  }
+  // d_v 128: the row split, the split of the columns with and without the overlap, and the
+  // columns' kernel that shares K and V. d_v 64: the row split alone, nothing to tune.
+  CHECK(sm90->candidates(request) == std::vector<tuning::LaunchConfig>{{{"row_split", 1}},
+                                                                       {{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}},
+                                                                       {{"kv_multicast", 0}, {"overlap", 1}, {"row_split", 0}},
+                                                                       {{"kv_multicast", 1}}});
+  CHECK(sm90->candidates({packedProblem(64), policy, hopper(), nullptr}).empty());
+  // The split of the columns faster on this timer: the plan and its tuned entry take it.
+  class ColumnsFaster : public CandidateTimer {
+   public:
+    double milliseconds(const Plan& plan) override { return plan.config.find("rows=64+64") != std::string::npos ? 2 : 1; }
+  };
+  const Planner planner(registry, [](const PlanRequest&) { return std::make_unique<ColumnsFaster>(); });
+  const Plan tuned = planner.plan(request);
+  CHECK(tuned.kernel == "sm90.forward.f16.d128");
+  REQUIRE(tuned.tuned != nullptr);
+  CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}});
+  // Without autotune, the row split.
+  CHECK(Planner(registry).plan({packedProblem(128), Policy(), hopper(), nullptr}).kernel == "sm90.forward.f16.d128.row_split");
+}
+
 TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step, half of it and twice it") {
   const KernelVariant* sm80 = builtinVariant("sm80.forward");
   REQUIRE(sm80 != nullptr);

@@ -234,11 +234,8 @@ struct ForwardKernel {
       }
 
       // Online softmax: mask, new row maxima over the 4 lanes of a row, in log2 units.
-      VisibleKeys visible[2];
-      #pragma unroll
-      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
       float factor[2];
-      softmax.template tile<kMayEmulate>(p, score, visible, keys.firstKey, me, factor);
+      softmax.template tile<kMayEmulate>(p, keys, at.firstRow, score, me, factor);
 
       // P (16-bit) and the row scales to slot tile % 2, once consumer 1 is done with tile - 2.
       const int slot = tile & 1;

@@ -128,8 +128,8 @@ constexpr int defaultForwardSplit(int clusterSize) { return clusterSize == 1 ? k
 constexpr int forwardConsumer0Columns(int ctaColumns, int split) {
   const int even = consumer0Columns(ctaColumns);
   if (split == kEvenSplit) return even;
-  const int blocks = columnBlocks(ctaColumns);
-  const int first = (3 * blocks / 8 < 2 ? 2 : 3 * blocks / 8) * kBlockColumns;
+  const int blocks = 3 * columnBlocks(ctaColumns) / 8;
+  const int first = (blocks < 2 ? 2 : blocks) * kBlockColumns;
   // Never more than the even split (two or three blocks: the same as even).
   return first < even ? first : even;
 }

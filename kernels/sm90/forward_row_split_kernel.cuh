@@ -63,16 +63,12 @@ struct RowSplitForwardKernel {
 
   // --- producer ---------------------------------------------------------------------------------
 
-  // Q of both row tiles once (one barrier announcing all their bytes), then K and V of every KV
-  // tile into their rings, each buffer once both consumers released its previous tile.
+  // Q of both row tiles once (an arrival announcing its bytes per row tile), then K and V of every
+  // KV tile into their rings, each buffer once both consumers released its previous tile.
   static FFPA_DEVICE void produce(const ForwardParams& p, const Shared& s, const RowTile& at) {
-    const uint32_t qFull = s.barrier(kQFull);
-    mbarrierArriveExpectTx(qFull, kRowSplitRows / kRows * at.qk.count * kBlockBytes);
     for (int rows = 0; rows < kRowSplitRows / kRows; ++rows) {
-      for (int b = 0; b < at.qk.count; ++b) {
-        tmaLoad4d(s.q + (rows * at.qk.count + b) * kBlockBytes, &p.qMap, b * kBlockColumns, at.firstRow + rows * kRows,
-                  int(at.head), int(at.batch), qFull);
-      }
+      loadBlocks(&p.qMap, s.q + rows * at.qk.count * kBlockBytes, at.qk, at.firstRow + rows * kRows, at.head,
+                 at.batch, s.barrier(kQFull));
     }
     const BufferRing keyRing{p.kBuffers};
     const BufferRing valueRing{2};  // forwardRowSplitLayout
@@ -106,13 +102,10 @@ struct RowSplitForwardKernel {
     const uint32_t q = s.q + consumer * at.qk.count * kBlockBytes;
     // P of tile t in block t % 2 of the consumer's two.
     const auto pBlock = [&](int tile) { return s.p + (2 * consumer + (tile & 1)) * kBlockBytes; };
-    // The softmax of tile `tile`, whose S is in `score`: P in `score`, O's row scales in `factor`.
+    // The softmax of tile `tile` (no slices: keys from tile * 64), whose S is in `score`: P in
+    // `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
-      const KeyTile keys{tile * kKeys, -1};
-      VisibleKeys visible[2];
-      #pragma unroll
-      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
-      softmax.template tile<kMayEmulate>(p, score, visible, keys.firstKey, me, factor);
+      softmax.template tile<kMayEmulate>(p, KeyTile{tile * kKeys, -1}, at.firstRow, score, me, factor);
     };
     // The warpgroup's barrier: every thread's P stores (fenced for the async proxy by
     // storeTile16) are done before its wgmma reads them, and every thread's P V of the tile
@@ -167,6 +160,7 @@ struct RowSplitForwardKernel {
     // Arrivals per phase of each mbarrier (Barrier order); those this kernel does not use get 1.
     int arrivals[kBarrierCount];
     for (int& count : arrivals) count = 1;
+    arrivals[kQFull] = kRowSplitRows / kRows;  // a row tile each
     arrivals[kKEmpty0] = arrivals[kKEmpty1] = 256;  // both consumers
     arrivals[kVEmpty0] = arrivals[kVEmpty1] = 256;
     initBarriers<1>(s.barrier(0), arrivals);

@@ -87,14 +87,19 @@ struct ForwardRows {
     float max[2] = {kNegativeInfinity, kNegativeInfinity};
     float sum[2] = {0.0f, 0.0f};
 
-    // Turns the raw scores of KV tile `keys` into P (relative to the rows' reference maxima) and
-    // gives the factor by which O must be rescaled (exactly 1 where a row's reference stays).
-    // The warp masks only where one of its rows may not see every key of the tile (its diagonal
-    // tiles under a causal mask, a last tile past seqKv, slices): one branch for its 16 rows.
-    // kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0).
+    // Turns the raw scores of KV tile `keys` of the rows from `firstRow` on into P (relative to
+    // the rows' reference maxima) and gives the factor by which O must be rescaled (exactly 1
+    // where a row's reference stays). The warp masks only where one of its rows may not see every
+    // key of the tile (its diagonal tiles under a causal mask, a last tile past seqKv, slices):
+    // one branch for its 16 rows. kMayEmulate: whether exp2 may be emulated at all
+    // (p.exp2Emulated > 0).
     template <bool kMayEmulate>
-    FFPA_DEVICE void tile(const ForwardParams& p, float (&score)[kTileRegisters], const VisibleKeys (&visible)[2],
-                          int firstKey, const Lane& me, float (&factor)[2]) {
+    FFPA_DEVICE void tile(const ForwardParams& p, const KeyTile& keys, int firstRow, float (&score)[kTileRegisters],
+                          const Lane& me, float (&factor)[2]) {
+      VisibleKeys visible[2];
+      #pragma unroll
+      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, firstRow + me.row(half));
+      const int firstKey = keys.firstKey;
       float tileMax[2];
       if (warpSeesWholeTile(visible, firstKey)) {
         maskAndMax<false>(score, tileMax, visible, firstKey, me);

@@ -11,10 +11,19 @@
 
 namespace ffpa::sm90 {
 
-int instanceHeadDimV(int64_t headDimV) {
-  const int64_t multiple = kBlockColumns * clusterSizeFor(static_cast<int>(headDimV));
+namespace {
+
+// `headDimV` rounded up to a multiple of `multiple`, at least `least`.
+int roundedHeadDimV(int64_t headDimV, int64_t multiple, int64_t least) {
   const int64_t rounded = (headDimV + multiple - 1) / multiple * multiple;
-  return static_cast<int>(rounded < 2 * kBlockColumns ? 2 * kBlockColumns : rounded);  // a block per consumer
+  return static_cast<int>(rounded < least ? least : rounded);
+}
+
+}  // namespace
+
+int instanceHeadDimV(int64_t headDimV) {
+  // A block per consumer at least.
+  return roundedHeadDimV(headDimV, kBlockColumns * clusterSizeFor(static_cast<int>(headDimV)), 2 * kBlockColumns);
 }
 
 int kvSharingFor(const AttentionProblem& p, bool multicast) {
@@ -32,9 +41,18 @@ int64_t forwardGridBlocksX(const AttentionProblem& p, int kvSharing, bool rowSpl
   return rowSplit ? (p.seqQ + kRowSplitRows - 1) / kRowSplitRows : gridBlocksX(p, kvSharing);
 }
 
-int rowSplitHeadDimV(int64_t headDimV) {
-  const int64_t rounded = (headDimV + kBlockColumns - 1) / kBlockColumns * kBlockColumns;
-  return static_cast<int>(rounded < kBlockColumns ? kBlockColumns : rounded);
+int rowSplitHeadDimV(int64_t headDimV) { return roundedHeadDimV(headDimV, kBlockColumns, kBlockColumns); }
+
+ForwardArguments forwardLayoutFor(const AttentionProblem& p, bool rowSplit) {
+  ForwardArguments a{};
+  a.headDimQk = static_cast<int32_t>(p.headDimQk);
+  a.headDimV = static_cast<int32_t>(p.headDimV);
+  if (rowSplit) {
+    forwardRowSplitLayout(a);
+  } else {
+    forwardLayout(a);
+  }
+  return a;
 }
 
 namespace {
@@ -83,10 +101,7 @@ std::string rowSplitRefusal(const AttentionProblem& p) {
   if (p.slices != nullptr) return "the row split serves no attention slices";
   // Its CTAs' row ranges, [128 x, 128 x + 128), stay within int.
   if (p.seqQ > std::numeric_limits<int32_t>::max() - kRowSplitRows) return "the row split needs seqQ below 2^31 - 128";
-  ForwardArguments a{};
-  a.headDimQk = static_cast<int32_t>(p.headDimQk);
-  a.headDimV = static_cast<int32_t>(p.headDimV);
-  if (const uint32_t bytes = forwardRowSplitLayout(a); bytes > kMaxSharedBytes) {
+  if (const uint32_t bytes = forwardLayoutFor(p, true).sharedBytes; bytes > kMaxSharedBytes) {
     return cat("the row split needs ", bytes, " bytes of shared memory at d_qk = ", p.headDimQk, " (at most ",
                kMaxSharedBytes, ")");
   }
@@ -99,11 +114,7 @@ bool overlapApplies(const AttentionProblem&, int kvSharing) { return kvSharing =
 // both consumers' S(j) (d_qk above 256); not yet timed against the split of the columns.
 bool rowSplitByDefault(const AttentionProblem& p) {
   if (!rowSplitRefusal(p).empty()) return false;
-  ForwardArguments a{};
-  a.headDimQk = static_cast<int32_t>(p.headDimQk);
-  a.headDimV = static_cast<int32_t>(p.headDimV);
-  forwardRowSplitLayout(a);
-  return a.kBuffers == 2 || !forwardRefusal(p).empty();
+  return forwardLayoutFor(p, true).kBuffers == 2 || !forwardRefusal(p).empty();
 }
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,

@@ -32,6 +32,10 @@ bool rowSplitByDefault(const AttentionProblem& problem);
 // The d_v of the row split's instance that serves `headDimV` (up to 256): the next multiple of 64.
 int rowSplitHeadDimV(int64_t headDimV);
 
+// The layout (shared memory, K buffers) of the instance for `problem`'s head dims: the row split's
+// (forwardRowSplitLayout) or the split of the columns' (forwardLayout).
+ForwardArguments forwardLayoutFor(const AttentionProblem& problem, bool rowSplit);
+
 // The d_v of the instance that serves `headDimV` (65..1024): the next multiple of 64 up to 512
 // (one CTA; 128 at least), of 128 above (a cluster of two CTAs of whole 64-column blocks each).
 int instanceHeadDimV(int64_t headDimV);

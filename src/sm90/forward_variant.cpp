@@ -77,19 +77,6 @@ class ForwardPlan final : public PlanPayload {
   int overlap_;
 };
 
-// The instance's layout for `problem` (its shared memory, its K buffers).
-ForwardArguments layoutOf(const AttentionProblem& problem, bool rowSplit) {
-  ForwardArguments a{};
-  a.headDimQk = static_cast<int32_t>(problem.headDimQk);
-  a.headDimV = static_cast<int32_t>(problem.headDimV);
-  if (rowSplit) {
-    forwardRowSplitLayout(a);
-  } else {
-    forwardLayout(a);
-  }
-  return a;
-}
-
 // The instance's launch choices: whether two row tiles share K and V (kvSharingFor; the caller's
 // FFPA_POLICY_HOPPER_KV_MULTICAST when set) and the consumers' split of the columns (0 even, 1
 // skewed; forward_params.h), each from the autotune candidate or the device's tuned config
@@ -170,7 +157,7 @@ Resolution resolve(const PlanRequest& r) {
   d.overlap = choice.overlap;
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
-  const uint32_t shared = layoutOf(problem, choice.rowSplit).sharedBytes;
+  const uint32_t shared = forwardLayoutFor(problem, choice.rowSplit).sharedBytes;
   if (shared > r.device.sharedMemPerBlockOptin) {
     return notApplicable(cat("needs ", shared, " bytes of shared memory per block; the device allows ",
                              r.device.sharedMemPerBlockOptin));
@@ -228,7 +215,7 @@ Plan plan(const PlanRequest& r) {
   const std::string grid = cat(" grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated,
                                "/8", d.notes);
   if (instance.rowSplit) {
-    const ForwardArguments layout = layoutOf(r.problem, true);
+    const ForwardArguments layout = forwardLayoutFor(r.problem, true);
     plan.config = cat("Br=", kRowSplitRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
                       " d_v<=", instance.headDimV, " cluster=1 rows=", kRows, "+", kRows, " columns=", instance.headDimV,
                       " k_buffers=", layout.kBuffers, " v_buffers=2 smem=", layout.sharedBytes,
@@ -238,7 +225,7 @@ Plan plan(const PlanRequest& r) {
   const int columnCtas = clusterSizeFor(instance.headDimV);
   const int ctaColumns = ctaColumnsOf(instance.headDimV);
   const bool shared = instance.kvSharing > 1;
-  const ForwardArguments layout = layoutOf(r.problem, false);
+  const ForwardArguments layout = forwardLayoutFor(r.problem, false);
   plan.config = cat("Br=", kRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads, " d_v<=", instance.headDimV,
                     " cluster=", shared ? instance.kvSharing : columnCtas, " columns=",
                     forwardConsumer0Columns(ctaColumns, instance.split), "+",

@@ -5,17 +5,25 @@
 namespace ffpa::sm90 {
 namespace {
 
+// One CTA (max(d_qk, d_v) up to 256) or a cluster, as keyGradientClusterSize says for kHeadDim.
 template <int kHeadDim>
 void append(KeyGradientInstanceList& out) {
   using ffpa::kernels::Bf16Tag;
   using ffpa::kernels::HalfTag;
+  using ffpa::kernels::sm90::clusterKeyGradientKernel;
   using ffpa::kernels::sm90::keyGradientKernel;
   constexpr int kCluster = keyGradientClusterSize(kHeadDim, kHeadDim);
   static_assert(keyGradientInstanceDim(kHeadDim, kHeadDim) == kHeadDim, "an instance the planner asks for");
-  out.push_back({kHeadDim, kCluster, FFPA_DATA_TYPE_FLOAT16,
-                 reinterpret_cast<const void*>(&keyGradientKernel<HalfTag, kHeadDim, kCluster>)});
-  out.push_back({kHeadDim, kCluster, FFPA_DATA_TYPE_BFLOAT16,
-                 reinterpret_cast<const void*>(&keyGradientKernel<Bf16Tag, kHeadDim, kCluster>)});
+  const auto entry = [](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (kCluster == 1) {
+      return reinterpret_cast<const void*>(&keyGradientKernel<Tag, kHeadDim>);
+    } else {
+      return reinterpret_cast<const void*>(&clusterKeyGradientKernel<Tag, kHeadDim, kCluster>);
+    }
+  };
+  out.push_back({kHeadDim, kCluster, FFPA_DATA_TYPE_FLOAT16, entry(HalfTag{})});
+  out.push_back({kHeadDim, kCluster, FFPA_DATA_TYPE_BFLOAT16, entry(Bf16Tag{})});
 }
 
 }  // namespace
@@ -23,6 +31,9 @@ void append(KeyGradientInstanceList& out) {
 const KeyGradientInstanceList& keyGradientInstances() {
   static const KeyGradientInstanceList instances = [] {
     KeyGradientInstanceList all;
+    append<128>(all);
+    append<192>(all);
+    append<256>(all);
     append<384>(all);
     append<512>(all);
     append<768>(all);

@@ -1,32 +1,32 @@
-// The backward's dK/dV kernel for Hopper (sm_90a), on clusters of two or four CTAs: TMA loads into
-// 128-byte swizzled shared memory, wgmma from descriptors, a producer warpgroup and two consumers
-// (see sm90/key_gradient_params.h for the roles and the layout).
+// The backward's dK/dV kernel for Hopper (sm_90a), on one CTA or clusters of two or four: TMA loads
+// into 128-byte swizzled shared memory, wgmma from descriptors, a producer warpgroup and two
+// consumers (see sm90/key_gradient_params.h for the roles and the layout).
 //
 // Per step s (64 queries of one query head of the group), with the barriers that order it:
 //   producer:   [dO empty s-1] dO(s) -> dO full     [Q empty s-1] Q(s) -> Q full
-//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; summed over the cluster
+//   consumer 0: [Q full] S^T = K Q^T over its d_qk share; summed over a cluster
 //               [tiles empty s-1] P^T -> shared memory
 //               [dP full] dS^T = P^T (dP^T - delta) -> dP empty; dS^T -> shared -> tiles full
 //               [dO full] dV0 += P^T dO -> dO empty;  dK0 += dS^T Q -> Q empty, tiles empty
-//   consumer 1: [dO full] dP^T = V dO^T over its d_v share; summed over the cluster
+//   consumer 1: [dO full] dP^T = V dO^T over its d_v share; summed over a cluster
 //               [dP empty s-1] dP^T - delta -> dP full
 //               [tiles full] dV1 += P^T dO -> dO empty;  [Q full] dK1 += dS^T Q -> Q empty, tiles empty
 // so dO(s+1) loads during dS^T Q of step s and consumer 1's dP^T(s+1) runs while Q(s+1) loads.
 // As in the dQ kernel, a single Q buffer orders everything behind it: the dP-empty and
 // tiles-empty waits then pass at once. Where shared memory holds two Q buffers (qBuffers = 2:
-// clusters of two at 384 and 512, of four at 768), the producer loads Q(s+1) into the other
-// buffer first, [Q empty s-1] Q(s+1), then dO(s+1), and consumer 0 can start S^T(s+1) as soon
-// as it is done with step s; the dP-empty and tiles-empty waits then order the consumers. There
-// consumer 0 also defers dK0 += dS^T Q of step s into step s+1, between sending its partial
-// S^T(s+1) and adding the partner's, so that the tensor cores work while the partial crosses the
-// cluster:
+// one CTA, clusters of two at 384 and 512, of four at 768), the producer loads Q(s+1) into the
+// other buffer first, [Q empty s-1] Q(s+1), then dO(s+1), and consumer 0 can start S^T(s+1) as
+// soon as it is done with step s; the dP-empty and tiles-empty waits then order the consumers.
+// In a cluster consumer 0 also defers dK0 += dS^T Q of step s into step s+1, between sending its
+// partial S^T(s+1) and adding the partner's, so that the tensor cores work while the partial
+// crosses the cluster:
 //   [Q full s+1] S^T(s+1); dK0 += dS^T Q(s) issued; partial sent; [Exchange full] landed;
 //   dK0 done -> Q empty (s), tiles empty (s); received partial added; P^T(s+1) ...
 // and consumer 1 likewise defers dK1 += dS^T Q of step s over the exchange of dP^T(s+1).
 //
-// With attention slices (sm90/forward_params.h, SlicedTiles) a cluster's keys are one key tile of
-// a key segment, and its query tiles per head are the walk over the rows that see them through
-// each slice covering the segment in turn, masked by that tile's slice.
+// With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's (cluster's) keys are one key
+// tile of a key segment, and its query tiles per head are the walk over the rows that see them
+// through each slice covering the segment in turn, masked by that tile's slice.
 #pragma once
 
 #include "common/element.cuh"
@@ -52,7 +52,8 @@ struct KeyGradientKernel {
   static constexpr int kColumns0 = consumer0Columns(kCtaColumns);  // of consumer 0
   static constexpr int kColumns1 = consumer1Columns(kCtaColumns);  // and of consumer 1
 
-  static_assert(kCluster == 2 || kCluster == kMaxGradientClusterSize, "clusters of two or four CTAs");
+  static_assert(kCluster == 1 || kCluster == 2 || kCluster == kMaxGradientClusterSize,
+                "one CTA, or a cluster of two or four");
   static_assert(kHeadDim % (kBlockColumns * kCluster) == 0, "whole 64-column blocks per CTA");
   static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
                 "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
@@ -106,7 +107,7 @@ struct KeyGradientKernel {
   static FFPA_DEVICE Position locate(const KeyGradientParams& p) {
     const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsKv);
     Position at;
-    at.rank = clusterRank();
+    at.rank = kCluster == 1 ? 0 : clusterRank();
     static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
         p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys);
     at.batch = static_cast<int>(grid.batch);
@@ -199,10 +200,11 @@ struct KeyGradientKernel {
     mbarrierArrive(s.barrier(kKeyTilesEmpty));
   }
 
-  // Sums the warpgroup's partial tile `tile` of step `step` over the cluster (exchange `x`). With
-  // kDeferKey, dK += dS^T Q of step - 1 (N columns of dK, Q's from byte `qColumns` of its buffer;
-  // none yet on the first step: an empty group) runs meanwhile: issued before the partial is
-  // sent, completed once the partner's has landed, and step - 1 released then.
+  // Sums the warpgroup's partial tile `tile` of step `step` over a cluster (exchange `x`; one CTA
+  // holds the whole tile already). With kDeferKey, dK += dS^T Q of step - 1 (N columns of dK, Q's
+  // from byte `qColumns` of its buffer; none yet on the first step: an empty group) runs
+  // meanwhile: issued before the partial is sent, completed once the partner's has landed, and
+  // step - 1 released then.
   template <bool kDeferKey, int N>
   static FFPA_DEVICE void reduceOverKeyProduct(const Shared& s, const Position& at, const ExchangeStages& x,
                                                float (&tile)[kTileRegisters], float (&dk)[N / 2], uint32_t qColumns,
@@ -215,7 +217,7 @@ struct KeyGradientKernel {
         wgmmaFenceOperands(dk);
         if (step > 0) releaseKeyStep(s, previous);
       });
-    } else {
+    } else if constexpr (kCluster > 1) {
       reducePartials<kCluster>(x, tile, at.rank, step, at.steps);
     }
   }
@@ -328,16 +330,19 @@ struct KeyGradientKernel {
   // A consumer's role with its own shared-memory layout and position, worked out again after it
   // took its registers (computed once before the roles split, they lived in the entry's 168
   // registers, and with a deferred dK product in flight beside dV, dK and a tile ptxas spilled
-  // parts of them), and its dK product deferred (std::true_type) where there are two Q buffers.
+  // parts of them), and its dK product deferred (std::true_type) where a cluster has two Q
+  // buffers (one CTA has no exchange for the product to overlap).
   template <class Role>
   static FFPA_DEVICE void consume(const KeyGradientParams& p, Role&& role) {
     const Shared s = locateShared(p);
     const Position at = locate(p);
-    if (p.qBuffers == 2) {
-      role(s, at, std::true_type{});
-    } else {
-      role(s, at, std::false_type{});
+    if constexpr (kCluster > 1) {
+      if (p.qBuffers == 2) {
+        role(s, at, std::true_type{});
+        return;
+      }
     }
+    role(s, at, std::false_type{});
   }
 
   static FFPA_DEVICE void run(const KeyGradientParams& p) {
@@ -364,11 +369,17 @@ struct KeyGradientKernel {
   }
 };
 
-// The kernel entry: grid (key tiles * kCluster, B * Hkv) or (.., Hkv, B), the key tiles
-// ceil(seqKv / 64) or those of SlicedTiles; 384 threads; sharedBytes.
+// The kernel entries: grid (key tiles * CTAs per cluster, B * Hkv) or (.., Hkv, B), the key
+// tiles ceil(seqKv / 64) or those of SlicedTiles; 384 threads; sharedBytes.
+template <class Tag, int kHeadDim>
+FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1)
+    keyGradientKernel(const FFPA_GRID_CONSTANT KeyGradientParams p) {
+  KeyGradientKernel<Tag, kHeadDim, 1>::run(p);
+}
+
 template <class Tag, int kHeadDim, int kCluster>
 FFPA_KERNEL void FFPA_CLUSTER_DIMS(kCluster, 1, 1) FFPA_LAUNCH_BOUNDS(kThreads, 1)
-    keyGradientKernel(const FFPA_GRID_CONSTANT KeyGradientParams p) {
+    clusterKeyGradientKernel(const FFPA_GRID_CONSTANT KeyGradientParams p) {
   KeyGradientKernel<Tag, kHeadDim, kCluster>::run(p);
 }
 

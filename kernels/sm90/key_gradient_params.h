@@ -3,12 +3,12 @@
 // the emulator. It reads the row statistics the sm80 row-statistics kernel leaves in the
 // workspace (kernels/sm80/backward_params.h), as the sm90 dQ kernel does.
 //
-// The dQ kernel transposed: a cluster of two or four CTAs owns 64 keys of one (batch, KV head), each CTA
-// holding its share of the 64-column blocks of K and V (resident) and, per tile of 64 queries of
+// The dQ kernel transposed: a CTA, or a cluster of two or four, owns 64 keys of one (batch, KV head),
+// each CTA holding its share of the 64-column blocks of K and V (resident) and, per tile of 64 queries of
 // each query head of the group, the instance's blocks per CTA of Q and dO from its share's first
 // (the columns of its dK and dV products), with three warpgroups:
 //   warpgroup 0, the producer: K and V once, then dO and Q per query tile (TMA);
-//   warpgroup 1, consumer 0: S^T = K Q^T over its d_qk share, summed over the cluster;
+//   warpgroup 1, consumer 0: S^T = K Q^T over its d_qk share, summed over a cluster;
 //     P^T = exp2(S^T scale log2 e - lse2[query]), 0 where masked; dS^T = P^T (dP^T - delta[query])
 //     with consumer 1's dP^T; both to shared memory (16-bit, swizzled);
 //   warpgroup 2, consumer 1: dP^T = V dO^T over its d_v share, summed; dP^T - delta to shared
@@ -18,8 +18,9 @@
 // the CTA: no atomics, the same bits from run to run.
 //
 // Registers: a consumer holds its half of the CTA's dV and dK columns, 2 x 64 fp32 when a CTA
-// holds 256 columns, besides a [64, 64] tile: clusters of two serve max(d_qk, d_v) in 257..512,
-// clusters of four 513..1024 (the same 256 columns per CTA at 1024). Four CTAs sum their
+// holds 256 columns, besides a [64, 64] tile: one CTA serves max(d_qk, d_v) in 65..256 (no
+// exchange), clusters of two 257..512, clusters of four 513..1024 (the same 256 columns per CTA
+// at 256, 512 and 1024). Four CTAs sum their
 // partial S^T and dP^T in two exchange stages (forward_params.h, exchangeStages), which take
 // 64 KiB of receive buffers: 230,560 bytes of shared memory per CTA at 1024 (one Q buffer).
 #pragma once
@@ -32,18 +33,23 @@
 
 namespace ffpa::sm90 {
 
-constexpr int kMinKeyGradientDim = 257;  // below, the mma.sync dK/dV kernel serves
-constexpr int kMaxKeyGradientPairDim = 512;  // the largest a cluster of two serves
+// max(d_qk, d_v) of 64 or less leaves consumer 1 of one CTA no column: the mma.sync dK/dV
+// kernel serves it.
+constexpr int kMinKeyGradientDim = 65;
+constexpr int kMaxKeyGradientSingleDim = 256;  // the largest one CTA serves
+constexpr int kMaxKeyGradientPairDim = 512;    // and a cluster of two
 constexpr int kMaxKeyGradientDim = 1024;
 
-// CTAs per cluster for head dims d_qk, d_v: two up to max(d_qk, d_v) = 512, four above.
+// CTAs per cluster for head dims d_qk, d_v: one up to max(d_qk, d_v) = 256, two up to 512, four
+// above.
 constexpr int keyGradientClusterSize(int headDimQk, int headDimV) {
-  return (headDimQk > headDimV ? headDimQk : headDimV) > kMaxKeyGradientPairDim ? kMaxGradientClusterSize : 2;
+  const int larger = headDimQk > headDimV ? headDimQk : headDimV;
+  return larger > kMaxKeyGradientPairDim ? kMaxGradientClusterSize : larger > kMaxKeyGradientSingleDim ? 2 : 1;
 }
 
 // The head dim of the instance that serves d_qk, d_v: the larger, rounded up to whole 64-column
-// blocks per CTA of its cluster (384 or 512 for two, 768 or 1024 for four); each CTA holds
-// 1 / clusterSize of its columns of dK and of dV.
+// blocks per CTA of its cluster (128, 192 or 256 for one CTA, 384 or 512 for two, 768 or 1024
+// for four); each CTA holds 1 / clusterSize of its columns of dK and of dV.
 constexpr int keyGradientInstanceDim(int headDimQk, int headDimV) {
   const int larger = headDimQk > headDimV ? headDimQk : headDimV;
   const int multiple = kBlockColumns * keyGradientClusterSize(headDimQk, headDimV);

@@ -32,6 +32,9 @@ void appendClustered(QueryGradientInstanceList& out) {
 const QueryGradientInstanceList& queryGradientInstances() {
   static const QueryGradientInstanceList instances = [] {
     QueryGradientInstanceList all;
+    appendSingle<128>(all);
+    appendSingle<192>(all);
+    appendSingle<256>(all);
     appendSingle<320>(all);
     appendSingle<384>(all);
     appendClustered<384, 2>(all);

@@ -240,7 +240,7 @@ std::string backwardInstanceName(ffpaDataType_t dtype, std::optional<QueryGradie
                                  std::optional<KeyGradientShape> key) {
   std::string name = cat(kBackwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16");
   if (query) name += cat(".dq", query->headDimQk, query->clusterSize > 1 ? cat("x", query->clusterSize) : "");
-  if (key) name += cat(".dkdv", key->headDim, "x", key->clusterSize);
+  if (key) name += cat(".dkdv", key->headDim, key->clusterSize > 1 ? cat("x", key->clusterSize) : "");
   return name;
 }
 

@@ -19,7 +19,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -48,6 +50,9 @@ template <class Tag>
 void launchFor(ffpa::sm90::QueryGradientShape shape, const ffpa::emulation::Config& config,
                const ffpa::sm90::QueryGradientParams& params) {
   switch (shape.headDimQk * 10 + shape.clusterSize) {
+    case 1281: return launchInstance<Tag, 128, 1>(config, params);
+    case 1921: return launchInstance<Tag, 192, 1>(config, params);
+    case 2561: return launchInstance<Tag, 256, 1>(config, params);
     case 3201: return launchInstance<Tag, 320, 1>(config, params);
     case 3841: return launchInstance<Tag, 384, 1>(config, params);
     case 3842: return launchInstance<Tag, 384, 2>(config, params);
@@ -111,6 +116,9 @@ template <class Tag>
 void launchKeyGradient(ffpa::sm90::KeyGradientShape shape, const ffpa::emulation::Config& config,
                        const ffpa::sm90::KeyGradientParams& params) {
   switch (shape.headDim * 10 + shape.clusterSize) {
+    case 1281: return launchKeyInstance<Tag, 128, 1>(config, params);
+    case 1921: return launchKeyInstance<Tag, 192, 1>(config, params);
+    case 2561: return launchKeyInstance<Tag, 256, 1>(config, params);
     case 3842: return launchKeyInstance<Tag, 384, 2>(config, params);
     case 5122: return launchKeyInstance<Tag, 512, 2>(config, params);
     case 7684: return launchKeyInstance<Tag, 768, 4>(config, params);
@@ -147,15 +155,85 @@ AttentionCase sweepCase(int index, const int (&dim)[2], int kvLength, uint64_t s
   return c;
 }
 
+// Runs `c` under each schedule of `seeds` with the given gradient kernels (the mma.sync ones for
+// those not given), checks every outcome, and CHECKs that dQ, dK and dV keep the bits of the
+// first schedule: no atomics, so no order of the warps may change a bit.
+void checkSameBitsUnderSchedules(AttentionCase c, std::initializer_list<uint64_t> seeds, GradientRun queryGradient,
+                                 GradientRun keyGradient) {
+  static const char* const kNames[3] = {"dQ", "dK", "dV"};
+  std::vector<uint8_t> first[3];
+  for (const uint64_t seed : seeds) {
+    c.scheduleSeed = seed;
+    try {
+      const BackwardOutcome outcome = runBackward(c, queryGradient, keyGradient);
+      checkBackward(c, outcome);
+      const std::vector<uint8_t> bits[3] = {bytesOf(outcome.dq), bytesOf(outcome.dk), bytesOf(outcome.dv)};
+      for (int g = 0; g < 3; ++g) {
+        if (first[g].empty()) first[g] = bits[g];
+        CHECK_MESSAGE(bits[g] == first[g],
+                      c.toString() << ": " << kNames[g] << " differs from schedule " << *seeds.begin() << "'s");
+      }
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
+  }
+}
+
+// Runs and checks the sweep cases of head dims `dims` (sweepCase: dtypes, masks, layouts, head
+// groups and lengths varying with the index).
+template <std::size_t kCount>
+void runSweep(const int (&dims)[kCount][2], int kvLength, uint64_t start, GradientRun queryGradient,
+              GradientRun keyGradient = nullptr) {
+  int index = 0;
+  for (const auto& dim : dims) {
+    runAndCheckBackward(sweepCase(index++, dim, kvLength, start), queryGradient, keyGradient);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE_BEGIN("sm90 kernels");
 
+TEST_CASE("sm90 backward at d 65..256: dQ and dK/dV on one CTA, tails, masks, layouts, GQA/MQA") {
+  // 128, 192 and 256 are the instances; 96 / 80 runs the 128 one with a partial last block of
+  // each operand; 80 / 256 pairs dQ's 128 instance with dK/dV's 256; 256 / 48 leaves dQ's
+  // consumer 1 its K blocks but d_v one block; 128 / 384 pairs dQ on one CTA with dK/dV on a
+  // cluster of two; 128 / 512 runs dQ on the cluster's 384 instance (rank 1's K blocks 2 and 3
+  // past d_qk, zeros).
+  const int dims[][2] = {{128, 128}, {192, 192}, {256, 256}, {96, 80}, {80, 256}, {256, 48}, {176, 208}, {128, 384},
+                         {128, 512}};
+  runSweep(dims, 100, 1000, runSm90QueryGradient, runSm90KeyGradient);
+  // d_qk 64 or less: the mma.sync dQ kernel beside the sm90 dK/dV kernel (d_v 128).
+  AttentionCase c;
+  c.shape = problem(1, 4, 1, 150, 70, 64, 128, CausalMask::bottom_right);  // MQA; queries 0..79 see no key
+  c.dtype = DType::bfloat16;
+  c.start = 1010;
+  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+  c.shape = problem(2, 2, 2, 70, 200, 128, 128, CausalMask::top_left);  // keys 70..199 seen by no query
+  c.dtype = DType::float16;
+  c.start = 1011;
+  runAndCheckBackward(c, runSm90QueryGradient, runSm90KeyGradient);
+}
+
+TEST_CASE("sm90 backward at d 65..256: shuffled schedules give the same bits") {
+  // One CTA with two K (Q) buffers and no exchange: the dP-empty, dS-empty and tiles-empty waits
+  // alone order the consumers, whatever the schedule. Twelve schedules: the race that dropping
+  // the tiles-empty wait opens (P^T of the next step written over the one consumer 1 still
+  // reads) shows in about one schedule in ten.
+  const int dims[][2] = {{128, 128}, {256, 192}};
+  for (const auto& dim : dims) {
+    AttentionCase c;
+    c.shape = problem(1, 2, 1, 150, 170, dim[0], dim[1], CausalMask::bottom_right);
+    c.dtype = DType::bfloat16;
+    c.start = 1020 + dim[0];
+    checkSameBitsUnderSchedules(c, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, runSm90QueryGradient, runSm90KeyGradient);
+  }
+}
+
 TEST_CASE("sm90 backward dQ: one CTA (d up to 384), every instance, tails, masks, layouts, GQA") {
   // 272 / 304 rounds up to the 320 instance with a partial last block; d_v 48 is one block.
   const int dims[][2] = {{320, 320}, {384, 384}, {272, 304}, {336, 48}};
-  int index = 0;
-  for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 90, 1100), runSm90QueryGradient);
+  runSweep(dims, 90, 1100, runSm90QueryGradient);
 }
 
 TEST_CASE("sm90 backward dQ: clusters of two CTAs (d above 384), each half of the head dims") {
@@ -163,8 +241,7 @@ TEST_CASE("sm90 backward dQ: clusters of two CTAs (d above 384), each half of th
   // loads a K block past d_qk (zeros) and drops the columns it does not own; d_v 64 leaves rank 1
   // no dO or V block (its partial dP is 0); 640 / 640 is the largest layout.
   const int dims[][2] = {{512, 512}, {640, 640}, {576, 512}, {320, 640}, {448, 64}, {400, 416}};
-  int index = 0;
-  for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 80, 1200), runSm90QueryGradient);
+  runSweep(dims, 80, 1200, runSm90QueryGradient);
 }
 
 TEST_CASE("sm90 backward dQ: clusters of four CTAs (d above 640), two exchange stages") {
@@ -172,8 +249,7 @@ TEST_CASE("sm90 backward dQ: clusters of four CTAs (d above 640), two exchange s
   // blocks); 320 / 1024 leaves the last rank no Q block and ranks 2 and 3 zeros past d_qk;
   // 832 / 64 leaves ranks 1..3 no dO or V block (their partial dP is 0).
   const int dims[][2] = {{1024, 1024}, {704, 640}, {320, 1024}, {832, 64}};
-  int index = 0;
-  for (const auto& dim : dims) runAndCheckBackward(sweepCase(index++, dim, 80, 1250), runSm90QueryGradient);
+  runSweep(dims, 80, 1250, runSm90QueryGradient);
 }
 
 TEST_CASE("sm90 backward dQ: many KV tiles, queries that see no key, a single query") {
@@ -202,19 +278,7 @@ TEST_CASE("sm90 backward dQ: shuffled schedules give the same bits") {
     c.shape = problem(1, 2, 1, 100, 200, dim[0], dim[1], CausalMask::bottom_right);
     c.dtype = DType::bfloat16;
     c.start = 1400 + dim[0];
-    std::vector<uint8_t> first;
-    for (const uint64_t seed : {1u, 2u, 3u}) {
-      c.scheduleSeed = seed;
-      try {
-        const BackwardOutcome outcome = runBackward(c, runSm90QueryGradient);
-        checkBackward(c, outcome);
-        const std::vector<uint8_t> bits = bytesOf(outcome.dq);
-        if (first.empty()) first = bits;
-        CHECK_MESSAGE(bits == first, c.toString() << ": dQ differs from schedule 1's");
-      } catch (const std::exception& e) {
-        FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
-      }
-    }
+    checkSameBitsUnderSchedules(c, {1, 2, 3}, runSm90QueryGradient, nullptr);
   }
 }
 
@@ -222,10 +286,7 @@ TEST_CASE("sm90 backward dK/dV: clusters of two CTAs (max d 257..512), tails, ma
   // d_v 64 leaves rank 1 no V or dO block; 272 / 304 partial last blocks; GQA and MQA sum the
   // group's query heads inside the CTA; queries that see no key, keys no query sees.
   const int dims[][2] = {{512, 512}, {384, 384}, {272, 304}, {448, 64}, {320, 512}, {512, 400}};
-  int index = 0;
-  for (const auto& dim : dims) {
-    runAndCheckBackward(sweepCase(index++, dim, 110, 1500), runSm90QueryGradient, runSm90KeyGradient);
-  }
+  runSweep(dims, 110, 1500, runSm90QueryGradient, runSm90KeyGradient);
   AttentionCase c;
   c.shape = problem(1, 4, 1, 150, 70, 384, 320, CausalMask::bottom_right);  // MQA; queries 0..79 see no key
   c.dtype = DType::bfloat16;
@@ -242,10 +303,7 @@ TEST_CASE("sm90 backward dK/dV: clusters of four CTAs (max d 513..1024), two exc
   // leaves rank 3 no K block; 1024 / 64 leaves ranks 1..3 no V or dO block; 1024 / 1024 is the
   // largest layout; GQA sums the group's query heads.
   const int dims[][2] = {{640, 640}, {576, 512}, {1024, 64}, {1024, 1024}, {304, 800}};
-  int index = 0;
-  for (const auto& dim : dims) {
-    runAndCheckBackward(sweepCase(index++, dim, 100, 1530), runSm90QueryGradient, runSm90KeyGradient);
-  }
+  runSweep(dims, 100, 1530, runSm90QueryGradient, runSm90KeyGradient);
   AttentionCase c;
   c.shape = problem(1, 3, 1, 70, 150, 768, 768, CausalMask::top_left);  // MQA; keys 70..149 seen by no query
   c.dtype = DType::bfloat16;
@@ -262,23 +320,7 @@ TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
     c.shape = problem(1, 2, 1, 200, 100, dim[0], dim[1], CausalMask::bottom_right);
     c.dtype = DType::bfloat16;
     c.start = 1520 + dim[0];
-    std::vector<uint8_t> firstK, firstV;
-    for (const uint64_t seed : {1u, 2u, 3u}) {
-      c.scheduleSeed = seed;
-      try {
-        const BackwardOutcome outcome = runBackward(c, nullptr, runSm90KeyGradient);
-        checkBackward(c, outcome);
-        const std::vector<uint8_t> k = bytesOf(outcome.dk), v = bytesOf(outcome.dv);
-        if (firstK.empty()) {
-          firstK = k;
-          firstV = v;
-        }
-        CHECK_MESSAGE(k == firstK, c.toString() << ": dK differs from schedule 1's");
-        CHECK_MESSAGE(v == firstV, c.toString() << ": dV differs from schedule 1's");
-      } catch (const std::exception& e) {
-        FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
-      }
-    }
+    checkSameBitsUnderSchedules(c, {1, 2, 3}, nullptr, runSm90KeyGradient);
   }
 }
 
@@ -287,11 +329,11 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
   // than 64 at segment ends, walks from queries and keys that are no multiple of 64, queries
   // that see no key and keys no query sees (gradients exactly 0), one slice kind after another.
   const auto servesQuery = [](const AttentionCase& c) {
-    return c.shape.dim_qk > 256 && c.shape.dim_qk <= 1024 && c.shape.dim_v <= 1024;
+    return c.shape.dim_qk > 64 && c.shape.dim_qk <= 1024 && c.shape.dim_v <= 1024;
   };
   const auto servesKey = [](const AttentionCase& c) {
     const int64_t d = std::max(c.shape.dim_qk, c.shape.dim_v);
-    return d > 256 && d <= 1024;
+    return d > 64 && d <= 1024;
   };
   int runs = 0;
   for (const AttentionCase& c : sliceCases()) {
@@ -300,7 +342,7 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
                         servesKey(c) ? runSm90KeyGradient : nullptr);
     ++runs;
   }
-  CHECK(runs == 4);  // d 512, 1024 (clusters of four), 576 / 512 and 320
+  CHECK(runs == 5);  // d 128 (one CTA), 512, 1024 (clusters of four), 576 / 512 and 320
 
   // GQA: both query heads of the group summed into one dK/dV; every schedule gives the same bits.
   AttentionCase packed;
@@ -308,21 +350,7 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
   packed.shape.slices = documentsWithPrefix();
   packed.dtype = DType::bfloat16;
   packed.start = 1600;
-  std::vector<uint8_t> first[3];
-  for (const uint64_t seed : {0u, 5u}) {
-    packed.scheduleSeed = seed;
-    try {
-      const BackwardOutcome outcome = runBackward(packed, runSm90QueryGradient, runSm90KeyGradient);
-      checkBackward(packed, outcome);
-      const std::vector<uint8_t> bits[3] = {bytesOf(outcome.dq), bytesOf(outcome.dk), bytesOf(outcome.dv)};
-      for (int g = 0; g < 3; ++g) {
-        if (first[g].empty()) first[g] = bits[g];
-        CHECK_MESSAGE(bits[g] == first[g], packed.toString() << ": gradient " << g << " differs from schedule 0's");
-      }
-    } catch (const std::exception& e) {
-      FAIL_CHECK(packed.toString() << "\n  " << std::string(e.what()));
-    }
-  }
+  checkSameBitsUnderSchedules(packed, {0, 5}, runSm90QueryGradient, runSm90KeyGradient);
   // dQ in clusters of two (d_qk 576), then dK/dV at d 448 / 512 (the 512 instance).
   AttentionCase clustered;
   clustered.shape = problem(1, 2, 2, 210, 200, 576, 512, CausalMask::none);

@@ -294,7 +294,7 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
     MESSAGE("skipped: this build compiles no sm_90a code");
     return;
   }
-  REQUIRE_COMPILED(320, 512, 1024);
+  REQUIRE_COMPILED(128, 256, 320, 512, 1024);
   HopperHandle h;
   struct Case {
     ffpaDataType_t dtype;
@@ -303,6 +303,17 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
     const char* config;
   };
   const Case cases[] = {
+      // One CTA for both kernels up to 256, with two K (dQ) and two Q (dK/dV) buffers.
+      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.backward.f16.dq128.dkdv128",
+       "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=1 columns=64+64 k_buffers=2"},
+      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.backward.f16.dq128.dkdv128",
+       "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=1 columns=64+64 q_buffers=2"},
+      {FFPA_DATA_TYPE_BFLOAT16, 256, 256, "sm90.backward.bf16.dq256.dkdv256",
+       "dK/dV: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=1 columns=128+128 q_buffers=2"},
+      {FFPA_DATA_TYPE_BFLOAT16, 176, 208, "sm90.backward.bf16.dq192.dkdv256", "dQ: sm90 "},
+      {FFPA_DATA_TYPE_FLOAT16, 96, 80, "sm90.backward.f16.dq128.dkdv128", "cluster=1 columns=64+64"},
+      {FFPA_DATA_TYPE_FLOAT16, 64, 128, "sm90.backward.f16.dkdv128",
+       "dQ: mma.sync (d_qk = 64 is outside the sm90 dQ kernel's 65..1024)"},
       {FFPA_DATA_TYPE_FLOAT16, 320, 320, "sm90.backward.f16.dq320.dkdv384x2", "dQ: sm90 Br=64 Bc=64 warpgroups=1+2"},
       {FFPA_DATA_TYPE_BFLOAT16, 384, 384, "sm90.backward.bf16.dq384.dkdv384x2",
        "cluster=1 columns=192+192 k_buffers=1 smem=230576"},
@@ -323,8 +334,8 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
       {FFPA_DATA_TYPE_FLOAT16, 640, 640, "sm90.backward.f16.dq640x2.dkdv768x4",
        "cluster=2 columns=128+192 exchange=S,dP:dsmem"},
       {FFPA_DATA_TYPE_FLOAT16, 320, 640, "sm90.backward.f16.dq384x2.dkdv768x4", "cluster=2 columns=64+128"},
-      {FFPA_DATA_TYPE_FLOAT16, 128, 512, "sm90.backward.f16.dkdv512x2",
-       "dQ: mma.sync (d_qk = 128 is outside the sm90 dQ kernel's 257..1024)"},
+      // d_qk 128 beside a d_v that needs a cluster: the cluster's smallest dQ instance.
+      {FFPA_DATA_TYPE_FLOAT16, 128, 512, "sm90.backward.f16.dq384x2.dkdv512x2", "cluster=2 columns=64+128"},
       // Clusters of four for dQ above 640: a quarter of Q, dO, K and V (4 blocks each; no room
       // for a second K buffer), two dS slots, dP and two stages of two exchanges, 22 barriers,
       // 1024 bytes of alignment.
@@ -332,7 +343,7 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
        "dQ: sm90 Br=64 Bc=64 warpgroups=1+2 threads=384 cluster=4 columns=128+128 exchange=S,dP:dsmem k_buffers=1 "
        "smem=230576"},
       {FFPA_DATA_TYPE_FLOAT16, 704, 640, "sm90.backward.f16.dq768x4.dkdv768x4", "cluster=4 columns=64+128"},
-      {FFPA_DATA_TYPE_FLOAT16, 128, 1024, "sm90.backward.f16.dkdv1024x4", "dQ: mma.sync"},
+      {FFPA_DATA_TYPE_FLOAT16, 128, 1024, "sm90.backward.f16.dq768x4.dkdv1024x4", "cluster=4 columns=64+128"},
   };
   for (const Case& c : cases) {
     const std::string kernel = c.kernel;
@@ -353,10 +364,10 @@ TEST_CASE("the sm90 backward: Hopper dQ and dK/dV kernels where they serve, the 
     const char* why;
   };
   const Skip skips[] = {
-      {256, 256, "d_qk = 256 is outside the sm90 dQ kernel's 257..1024; max(d_qk, d_v) = 256 is "
-                 "outside the sm90 dK/dV kernel's 257..1024"},
-      {128, 64, "d_qk = 128 is outside the sm90 dQ kernel's 257..1024; max(d_qk, d_v) = 128 is "
-                "outside the sm90 dK/dV kernel's 257..1024"},
+      {64, 64, "d_qk = 64 is outside the sm90 dQ kernel's 65..1024; max(d_qk, d_v) = 64 is "
+               "outside the sm90 dK/dV kernel's 65..1024"},
+      {32, 48, "d_qk = 32 is outside the sm90 dQ kernel's 65..1024; max(d_qk, d_v) = 48 is "
+               "outside the sm90 dK/dV kernel's 65..1024"},
   };
   for (const Skip& s : skips) {
     const std::string why = s.why;

@@ -2,6 +2,7 @@
 
 #include "sm80/backward_resolve.h"
 #include "sm80/backward_variant.h"
+#include "sm80/resolve_common.h"
 #include "sm90/forward_variant.h"
 #include "sm90/key_gradient_call.h"
 #include "sm90/key_gradient_instances.h"
@@ -63,8 +64,9 @@ static_assert(sizeof(QueryGradientParams) <= 4096 && sizeof(KeyGradientParams) <
 static_assert(alignof(QueryGradientParams) % 64 == 0 && alignof(KeyGradientParams) % 64 == 0,
               "CUtensorMap parameters must be 64-byte aligned");
 
-// What the planner decided, or why not. Each gradient kernel is the sm90 one where it applies,
-// the mma.sync one otherwise; at least one is sm90.
+// What the planner decided, or why not. Each gradient kernel is the sm90 one where it applies
+// and its launch parameter ("sm90_dq", "sm90_dkdv") is 1, the mma.sync one otherwise; at least
+// one is sm90.
 struct Resolution {
   Support support;
   std::optional<sm80::BackwardLaunch> mmaSync;  // the row statistics, and the gradients sm90 leaves
@@ -72,6 +74,7 @@ struct Resolution {
   const KeyGradientInstance* key = nullptr;
   std::string queryWhy, keyWhy;  // why a kernel is the mma.sync one
   bool gridDnhb = false;
+  std::string notes;  // where the launch parameters came from
 };
 
 Resolution refusal(Support why) {
@@ -92,7 +95,9 @@ std::string fitRefusal(const char* name, std::string why, bool found, uint32_t s
   return {};
 }
 
-Resolution resolve(const PlanRequest& r) {
+// The sm90 gradient kernels that can serve the problem (instance, shared memory), before launch
+// parameters: a refusal when neither can; why not for the one that cannot.
+Resolution servable(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
   const auto notApplicable = [](std::string why) { return refusal(Support::notApplicable(std::move(why))); };
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
@@ -108,8 +113,36 @@ Resolution resolve(const PlanRequest& r) {
   if (!d.queryWhy.empty()) d.query = nullptr;
   if (!d.keyWhy.empty()) d.key = nullptr;
   if (d.query == nullptr && d.key == nullptr) return notApplicable(cat(d.queryWhy, "; ", d.keyWhy));
-  if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
-  sm80::BackwardResolution mmaSync = sm80::resolveBackward(r);
+  return d;
+}
+
+Resolution resolve(const PlanRequest& r) {
+  Resolution d = servable(r);
+  if (d.support.verdict != Support::Verdict::Applies) return d;
+  // Where an sm90 kernel serves, a tuned config or an autotune candidate may still ask for the
+  // mma.sync one (the benchmark's verdict for the device and shape); both asked for leave the
+  // problem to the sm80 backward.
+  int sm90Query = 1, sm90Key = 1;
+  sm80::applyTunedConfig(r, kBackwardVariantName,
+                         {{"sm90_dq", 0, 1, 1, std::nullopt, [&](int64_t value) { sm90Query = int(value); }},
+                          {"sm90_dkdv", 0, 1, 1, std::nullopt, [&](int64_t value) { sm90Key = int(value); }}},
+                         d.notes);
+  if (d.query != nullptr && sm90Query == 0) {
+    d.query = nullptr;
+    d.queryWhy = "launch parameter sm90_dq=0";
+  }
+  if (d.key != nullptr && sm90Key == 0) {
+    d.key = nullptr;
+    d.keyWhy = "launch parameter sm90_dkdv=0";
+  }
+  if (d.query == nullptr && d.key == nullptr) {
+    return refusal(Support::notApplicable(cat(d.queryWhy, "; ", d.keyWhy)));
+  }
+  if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return refusal(Support::notApplicable(std::move(why)));
+  // The row statistics (and the gradients left to mma.sync) with the sm80 backward's own launch
+  // parameters: its tuned config, not this variant's candidate.
+  const PlanRequest mmaSyncRequest{r.problem, r.policy, r.device, r.runtime, nullptr};
+  sm80::BackwardResolution mmaSync = sm80::resolveBackward(mmaSyncRequest);
   if (!mmaSync.launch) return refusal(std::move(mmaSync.refusal));
   d.mmaSync = std::move(mmaSync.launch);
   // The grid layout the mma.sync kernels chose (FFPA_POLICY_LAUNCH_GRID_DNHB, or B*H past the y
@@ -177,6 +210,15 @@ class BackwardPlan final : public PlanPayload {
 
 Support supports(const PlanRequest& r) { return resolve(r).support; }
 
+// Runtime autotune's search space: where both sm90 gradient kernels serve, each of them replaced
+// by its mma.sync version in turn (the defaults, both sm90, always take part); where one serves,
+// nothing to tune (turning it off leaves the sm80 backward, another variant).
+std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+  const Resolution d = servable(r);
+  if (d.query == nullptr || d.key == nullptr) return {};
+  return {{{"sm90_dq", 0}}, {{"sm90_dkdv", 0}}};
+}
+
 // "dQ: sm90 ..." or "dK/dV: sm90 ...": the sm90 kernel's part of a plan's config; `buffers`
 // names the streamed operand whose buffers the layout doubles where it can ("k_buffers=2").
 std::string sm90Config(const char* what, int clusterSize, int ctaColumns, const char* exchange,
@@ -228,7 +270,7 @@ Plan plan(const PlanRequest& r) {
   Plan plan;
   plan.kernel = backwardInstanceName(r.problem.dtype, queryShape, keyShape);
   plan.config = cat(config, "mma.sync part: ", sm80::backwardInstanceName(*mmaSync.instance), " ",
-                    sm80::describeBackwardConfig(mmaSync));
+                    sm80::describeBackwardConfig(mmaSync), d.notes);
   plan.kernelWorkspaceBytes = mmaSync.workspaceBytes;
   plan.payload = std::make_unique<BackwardPlan>(d);
   return plan;
@@ -245,7 +287,7 @@ std::string backwardInstanceName(ffpaDataType_t dtype, std::optional<QueryGradie
 }
 
 void registerBackwardVariant(KernelRegistry& registry) {
-  registry.add({kBackwardVariantName, Direction::Backward, 200, false, supports, plan, nullptr});
+  registry.add({kBackwardVariantName, Direction::Backward, 200, false, supports, plan, candidates});
 }
 
 }  // namespace ffpa::sm90

@@ -39,11 +39,12 @@ AttentionProblem problem(int64_t headDim, Direction direction = Direction::Forwa
 }
 
 // The same with packed [B, H, N, D] tensors, whose strides the fast kernels (and TMA) take.
-AttentionProblem packedProblem(int64_t headDim) {
-  AttentionProblem p = problem(headDim);
+AttentionProblem packedProblem(int64_t headDim, Direction direction = Direction::Forward) {
+  AttentionProblem p = problem(headDim, direction);
   const Strides qko = {p.headsQ * p.seqQ * headDim, p.seqQ * headDim, headDim, 1};
   p.q = p.k = p.v = p.o = qko;
   p.lse = {p.headsQ * p.seqQ, p.seqQ, 1, 0};
+  if (direction == Direction::Backward) p.dO = p.dq = p.dk = p.dv = qko;
   return p;
 }
 
@@ -399,6 +400,41 @@ TEST_CASE("runtime autotune of the Hopper forward times the row split against th
   CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}});
   // Without autotune, the row split.
   CHECK(Planner(registry).plan({packedProblem(128), Policy(), hopper(), nullptr}).kernel == "sm90.forward.f16.d128.row_split");
+}
+
+TEST_CASE("runtime autotune of the Hopper backward times each gradient kernel against its mma.sync version") {
+  const KernelRegistry& registry = builtinKernels();
+  const KernelVariant* sm90 = builtinVariant("sm90.backward");
+  REQUIRE(sm90 != nullptr);
+  const Policy policy = autotunePolicy();
+  const AttentionProblem p = packedProblem(128, Direction::Backward);
+  const PlanRequest request{p, policy, hopper(), nullptr};
+  if (const Support support = sm90->supports(request); support.verdict != Support::Verdict::Applies) {
+    MESSAGE("skipped: " << support.reason);
+    return;
+  }
+  // Both sm90 kernels serve d 128: each replaced in turn (the defaults take part anyway). Where
+  // only one serves (d_qk 64: the mma.sync dQ kernel already), nothing to tune.
+  CHECK(sm90->candidates(request) == std::vector<tuning::LaunchConfig>{{{"sm90_dq", 0}}, {{"sm90_dkdv", 0}}});
+  AttentionProblem narrow = packedProblem(128, Direction::Backward);
+  narrow.headDimQk = 64;
+  narrow.q = narrow.k = narrow.dq = narrow.dk = {narrow.headsQ * narrow.seqQ * 64, narrow.seqQ * 64, 64, 1};
+  CHECK(sm90->candidates({narrow, policy, hopper(), nullptr}).empty());
+  // The mma.sync dK/dV kernel faster on this timer: the plan and its tuned entry take it, beside
+  // the sm90 dQ kernel.
+  class MmaSyncKeysFaster : public CandidateTimer {
+   public:
+    double milliseconds(const Plan& plan) override {
+      return plan.config.find("dK/dV: mma.sync (launch parameter sm90_dkdv=0)") != std::string::npos ? 1 : 2;
+    }
+  };
+  const Planner planner(registry, [](const PlanRequest&) { return std::make_unique<MmaSyncKeysFaster>(); });
+  const Plan tuned = planner.plan(request);
+  CHECK(tuned.kernel == "sm90.backward.f16.dq128");
+  REQUIRE(tuned.tuned != nullptr);
+  CHECK(tuned.tuned->config == tuning::LaunchConfig{{"sm90_dkdv", 0}});
+  // Without autotune, both sm90 kernels.
+  CHECK(Planner(registry).plan({p, Policy(), hopper(), nullptr}).kernel == "sm90.backward.f16.dq128.dkdv128");
 }
 
 TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step, half of it and twice it") {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 using namespace ffpa_test;
 
@@ -178,9 +179,23 @@ TEST_CASE("tuned configs: tile_keys picks 32- or 64-key tiles of the mma.sync fo
 namespace {
 
 // An entry of the Hopper forward, bf16, at `headDim` and sequence length 4096 with `config`.
+std::string hopperEntry(const char* direction, int64_t headDim, const std::string& config) {
+  return std::string(R"({"direction": ")") + direction + R"(", "kernel": "sm90.)" + direction +
+         R"(", "dtype": "bf16", "head_dim": )" + std::to_string(headDim) + R"(, "seqlen": 4096, "config": )" +
+         config + "}";
+}
+
 std::string hopperForwardEntry(int64_t headDim, const std::string& config) {
-  return R"({"direction": "forward", "kernel": "sm90.forward", "dtype": "bf16", "head_dim": )" +
-         std::to_string(headDim) + R"(, "seqlen": 4096, "config": )" + config + "}";
+  return hopperEntry("forward", headDim, config);
+}
+
+// Writes `entries` (joined by commas) as the described H100's tuned-config file into `dir`, and
+// points `handle` (on a described H100) at it.
+void useHopperEntries(const std::vector<std::string>& entries, ConfigDirectory& dir, Handle& handle) {
+  std::string joined;
+  for (const std::string& entry : entries) joined += (joined.empty() ? "" : ",") + entry;
+  dir.write(fileWith(joined, R"("Described H100", "compute_capability": "9.0")"), "Described_H100.json");
+  setDirectory(handle, dir.path());
 }
 
 }  // namespace
@@ -209,15 +224,13 @@ TEST_CASE("tuned configs: the Hopper forward takes the consumers' split of the c
       {768, 0, "sm90.forward.bf16.d768.even", "columns=192+192 split=even"},
       {640, 0, "sm90.forward.bf16.d640", "columns=128+192 overlap=1 exchange"},
   };
-  std::string entries;
+  std::vector<std::string> entries;
   for (const Case& c : cases) {
-    entries += std::string(entries.empty() ? "" : ",") +
-               hopperForwardEntry(c.dv, R"({"split": )" + std::to_string(c.split) + "}");
+    entries.push_back(hopperForwardEntry(c.dv, R"({"split": )" + std::to_string(c.split) + "}"));
   }
   ConfigDirectory dir("split");
-  dir.write(fileWith(entries, R"("Described H100", "compute_capability": "9.0")"), "Described_H100.json");
   Handle tuned;  // a described H100
-  setDirectory(tuned, dir.path());
+  useHopperEntries(entries, dir, tuned);
   Handle builtIn;
   for (const Case& c : cases) {
     const std::string kernel = c.kernel;
@@ -253,14 +266,11 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
       {192, R"({"row_split": 0, "overlap": 0})", "sm90.forward.bf16.d192", "cluster=1 columns=64+128 overlap=0 smem="},
       {256, R"({"row_split": 1})", "sm90.forward.bf16.d256.row_split", "rows=64+64 columns=256 k_buffers=2"},
   };
-  std::string entries;
-  for (const Case& c : cases) {
-    entries += std::string(entries.empty() ? "" : ",") + hopperForwardEntry(c.dv, c.config);
-  }
+  std::vector<std::string> entries;
+  for (const Case& c : cases) entries.push_back(hopperForwardEntry(c.dv, c.config));
   ConfigDirectory dir("row-split");
-  dir.write(fileWith(entries, R"("Described H100", "compute_capability": "9.0")"), "Described_H100.json");
   Handle tuned;  // a described H100
-  setDirectory(tuned, dir.path());
+  useHopperEntries(entries, dir, tuned);
   Handle builtIn;
   for (const Case& c : cases) {
     INFO(c.kernel);
@@ -272,5 +282,44 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
     CHECK_HAS(d.config, "tuned(");
     // Without the file, the row split.
     CHECK(describeForward(builtIn, p).kernel == "sm90.forward.bf16.d" + std::to_string(c.dv) + ".row_split");
+  }
+}
+
+TEST_CASE("tuned configs: the Hopper backward takes each gradient kernel's mma.sync version from its entry") {
+  if (!buildListHas("architectures", "90a")) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  REQUIRE_COMPILED(128, 256, 512);
+  // "sm90_dq": 0 / "sm90_dkdv": 0 run that gradient kernel's mma.sync version; both 0 leave the
+  // problem to the sm80 backward; without the file, both sm90 kernels.
+  struct Case {
+    int64_t d;
+    const char* config;
+    const char* kernel;
+    const char* part;
+  };
+  const Case cases[] = {
+      {128, R"({"sm90_dq": 0})", "sm90.backward.bf16.dkdv128", "dQ: mma.sync (launch parameter sm90_dq=0)"},
+      {256, R"({"sm90_dkdv": 0, "sm90_dq": 1})", "sm90.backward.bf16.dq256",
+       "dK/dV: mma.sync (launch parameter sm90_dkdv=0)"},
+      {512, R"({"sm90_dq": 0, "sm90_dkdv": 0})", "sm80.backward.bf16.d512",
+       "skipped: sm90.backward: launch parameter sm90_dq=0; launch parameter sm90_dkdv=0"},
+  };
+  std::vector<std::string> entries;
+  for (const Case& c : cases) entries.push_back(hopperEntry("backward", c.d, c.config));
+  ConfigDirectory dir("hopper-backward");
+  Handle tuned;  // a described H100
+  useHopperEntries(entries, dir, tuned);
+  Handle builtIn;
+  for (const Case& c : cases) {
+    INFO(c.kernel);
+    const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 8, 8, 3000, 3000, c.d, c.d);
+    const Described d = describeBackward(tuned, p);
+    REQUIRE(d.status == FFPA_STATUS_SUCCESS);
+    CHECK(d.kernel == c.kernel);
+    CHECK_HAS(d.text, c.part);
+    const std::string sm90 = "sm90.backward.bf16.dq" + std::to_string(c.d);
+    CHECK(describeBackward(builtIn, p).kernel.rfind(sm90, 0) == 0);
   }
 }

@@ -518,8 +518,8 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  `wgmma`, warp-specialized warpgroups; d_v up to 512 with d_qk up to 576 (d_v up to 64 only
    *  without attention slices and where shared memory holds d_qk), and d_v 513..1024
    *  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper
-   *  gradient kernels (dQ for d_qk 65..1024, dK/dV for max(d_qk, d_v) 65..1024; one CTA per
-   *  tile up to 256, clusters of up to four CTAs above) where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,
+   *  gradient kernels (dQ and dK/dV for head dims up to 1024; one CTA per tile up to 256,
+   *  clusters of up to four CTAs above) where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,
    *  and everything when any other kernel knob except #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a
    *  value other than its default (those knobs shape the `mma.sync` kernels only). Needs a
    *  build with `90a` in `build_arch` (without it the plan says so and the `mma.sync` kernels

@@ -31,6 +31,7 @@ void append(KeyGradientInstanceList& out) {
 const KeyGradientInstanceList& keyGradientInstances() {
   static const KeyGradientInstanceList instances = [] {
     KeyGradientInstanceList all;
+    append<64>(all);
     append<128>(all);
     append<192>(all);
     append<256>(all);

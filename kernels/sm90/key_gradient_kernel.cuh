@@ -55,9 +55,14 @@ struct KeyGradientKernel {
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == kMaxGradientClusterSize,
                 "one CTA, or a cluster of two or four");
   static_assert(kHeadDim % (kBlockColumns * kCluster) == 0, "whole 64-column blocks per CTA");
-  static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 256,
-                "128..256 columns of dK and dV per CTA: two 64-register halves per consumer at most");
-  static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 128, "wgmma N: 64..128 per consumer");
+  static_assert(kCtaColumns <= 256 && (kCtaColumns > kBlockColumns || kCluster == 1),
+                "128..256 columns of dK and dV per CTA (two 64-register halves per consumer at most), or "
+                "one CTA of 64 (consumer 1's alone)");
+  static_assert((kColumns0 >= kBlockColumns || kColumns0 == 0) && kColumns1 >= kBlockColumns && kColumns1 <= 128,
+                "wgmma N: 64..128 per consumer (consumer 0 none at d 64)");
+  // Consumer 0's accumulators of dV and of dK: none where it owns no column (one CTA of d 64),
+  // one unused register each then, as C++ has no empty arrays.
+  static constexpr int kRegisters0 = kColumns0 > 0 ? kColumns0 / 2 : 1;
   static constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
 
   struct Shared {
@@ -201,17 +206,17 @@ struct KeyGradientKernel {
   }
 
   // Sums the warpgroup's partial tile `tile` of step `step` over a cluster (exchange `x`; one CTA
-  // holds the whole tile already). With kDeferKey, dK += dS^T Q of step - 1 (N columns of dK, Q's
-  // from byte `qColumns` of its buffer; none yet on the first step: an empty group) runs
+  // holds the whole tile already). With kDeferKey, dK += dS^T Q of step - 1 (2 kCount columns of
+  // dK, Q's from byte `qColumns` of its buffer; none yet on the first step: an empty group) runs
   // meanwhile: issued before the partial is sent, completed once the partner's has landed, and
   // step - 1 released then.
-  template <bool kDeferKey, int N>
+  template <bool kDeferKey, int kCount>
   static FFPA_DEVICE void reduceOverKeyProduct(const Shared& s, const Position& at, const ExchangeStages& x,
-                                               float (&tile)[kTileRegisters], float (&dk)[N / 2], uint32_t qColumns,
+                                               float (&tile)[kTileRegisters], float (&dk)[kCount], uint32_t qColumns,
                                                const BufferRing& qRing, int step) {
     if constexpr (kDeferKey) {
       const int previous = qRing.slot(step - 1);
-      issueKeyProduct<N, Tag>(dk, s.ds, s.q + previous * kQBytes + qColumns, step > 0 ? 1 : 0);
+      issueKeyProduct<2 * kCount, Tag>(dk, s.ds, s.q + previous * kQBytes + qColumns, step > 0 ? 1 : 0);
       reducePartials<kCluster>(x, tile, at.rank, step, at.steps, [&] {
         wgmmaWait<0>();
         wgmmaFenceOperands(dk);
@@ -228,7 +233,7 @@ struct KeyGradientKernel {
   template <bool kDeferKey>
   static FFPA_DEVICE void consume0(const KeyGradientParams& p, const Shared& s, const Position& at) {
     const Lane me = lane();
-    float dv[kColumns0 / 2], dk[kColumns0 / 2];
+    float dv[kRegisters0], dk[kRegisters0];
     for (float& value : dv) value = 0.0f;
     for (float& value : dk) value = 0.0f;
     const BufferRing qRing{p.qBuffers};
@@ -242,7 +247,7 @@ struct KeyGradientKernel {
       const uint32_t q = s.q + qSlot * kQBytes;
       mbarrierWait(s.barrier(kKeyQFull0 + qSlot), qRing.use(step) & 1);
       scoreProduct<Tag>(tile, s.k, q, at.qk.count);
-      reduceOverKeyProduct<kDeferKey, kColumns0>(s, at, s.scores, tile, dk, 0, qRing, step);
+      reduceOverKeyProduct<kDeferKey>(s, at, s.scores, tile, dk, 0, qRing, step);
 
       // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where a query does not see a key row.
       VisibleQueries visible[2];
@@ -260,11 +265,11 @@ struct KeyGradientKernel {
       mbarrierArrive(s.barrier(kKeyTilesFull));
       mbarrierWait(s.barrier(kKeyTilesFull), step & 1);  // all of P^T and dS^T are written
 
-      mbarrierWait(s.barrier(kKeyDOFull), step & 1);
-      accumulateKeyProduct<kColumns0, Tag>(dv, s.p, s.dO);
+      mbarrierWait(s.barrier(kKeyDOFull), step & 1);  // (passes at once: dP^T needed dO)
+      if constexpr (kColumns0 > 0) accumulateKeyProduct<kColumns0, Tag>(dv, s.p, s.dO);
       mbarrierArrive(s.barrier(kKeyDOEmpty));
       if constexpr (!kDeferKey) {
-        accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, q);
+        if constexpr (kColumns0 > 0) accumulateKeyProduct<kColumns0, Tag>(dk, s.ds, q);
         releaseKeyStep(s, qSlot);
       }
     }
@@ -275,8 +280,10 @@ struct KeyGradientKernel {
         releaseKeyStep(s, last);
       }
     }
-    storeRows<kColumns0>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
-    storeRows<kColumns0>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
+    if constexpr (kColumns0 > 0) {
+      storeRows<kColumns0>(at, dv, p.dv, p.dvStrides, p.headDimV, at.v, 0, 1.0f);
+      storeRows<kColumns0>(at, dk, p.dk, p.dkStrides, p.headDimQk, at.qk, 0, p.scale);
+    }
   }
 
   // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK. kDeferKey (two
@@ -297,7 +304,7 @@ struct KeyGradientKernel {
       float dp[kTileRegisters];
       mbarrierWait(s.barrier(kKeyDOFull), step & 1);
       scoreProduct<Tag>(dp, s.v, s.dO, at.v.count);
-      reduceOverKeyProduct<kDeferKey, kColumns1>(s, at, s.gradients, dp, dk, kSecond, qRing, step);
+      reduceOverKeyProduct<kDeferKey>(s, at, s.gradients, dp, dk, kSecond, qRing, step);
 
       // Register 4 j + 2 half + e holds query column 8 j + 2 quad + e (sm90/ptx.cuh).
       #pragma unroll

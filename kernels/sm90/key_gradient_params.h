@@ -18,8 +18,8 @@
 // the CTA: no atomics, the same bits from run to run.
 //
 // Registers: a consumer holds its half of the CTA's dV and dK columns, 2 x 64 fp32 when a CTA
-// holds 256 columns, besides a [64, 64] tile: one CTA serves max(d_qk, d_v) in 65..256 (no
-// exchange), clusters of two 257..512, clusters of four 513..1024 (the same 256 columns per CTA
+// holds 256 columns, besides a [64, 64] tile: one CTA serves max(d_qk, d_v) up to 256 (no
+// exchange; up to 64 consumer 1 holds all 64 columns), clusters of two 257..512, clusters of four 513..1024 (the same 256 columns per CTA
 // at 256, 512 and 1024). Four CTAs sum their
 // partial S^T and dP^T in two exchange stages (forward_params.h, exchangeStages), which take
 // 64 KiB of receive buffers: 230,560 bytes of shared memory per CTA at 1024 (one Q buffer).
@@ -33,9 +33,9 @@
 
 namespace ffpa::sm90 {
 
-// max(d_qk, d_v) of 64 or less leaves consumer 1 of one CTA no column: the mma.sync dK/dV
-// kernel serves it.
-constexpr int kMinKeyGradientDim = 65;
+// One CTA serves max(d_qk, d_v) up to 256: at 64 or less consumer 1 owns all the columns (64)
+// and consumer 0 only forms P^T and dS^T.
+constexpr int kMinKeyGradientDim = 16;
 constexpr int kMaxKeyGradientSingleDim = 256;  // the largest one CTA serves
 constexpr int kMaxKeyGradientPairDim = 512;    // and a cluster of two
 constexpr int kMaxKeyGradientDim = 1024;
@@ -48,8 +48,8 @@ constexpr int keyGradientClusterSize(int headDimQk, int headDimV) {
 }
 
 // The head dim of the instance that serves d_qk, d_v: the larger, rounded up to whole 64-column
-// blocks per CTA of its cluster (128, 192 or 256 for one CTA, 384 or 512 for two, 768 or 1024
-// for four); each CTA holds 1 / clusterSize of its columns of dK and of dV.
+// blocks per CTA of its cluster (64, 128, 192 or 256 for one CTA, 384 or 512 for two, 768 or
+// 1024 for four); each CTA holds 1 / clusterSize of its columns of dK and of dV.
 constexpr int keyGradientInstanceDim(int headDimQk, int headDimV) {
   const int larger = headDimQk > headDimV ? headDimQk : headDimV;
   const int multiple = kBlockColumns * keyGradientClusterSize(headDimQk, headDimV);

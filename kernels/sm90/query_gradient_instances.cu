@@ -32,6 +32,7 @@ void appendClustered(QueryGradientInstanceList& out) {
 const QueryGradientInstanceList& queryGradientInstances() {
   static const QueryGradientInstanceList instances = [] {
     QueryGradientInstanceList all;
+    appendSingle<64>(all);
     appendSingle<128>(all);
     appendSingle<192>(all);
     appendSingle<256>(all);

@@ -1,6 +1,6 @@
 // The compiled instances of the sm90 dQ kernel of the backward, as the planner sees them: one per
-// element type, d_qk and cluster size (one CTA: d_qk 128, 192, 256, 320, 384; two: 384, 512, 640;
-// four: 768, 1024; see sm90/query_gradient_params.h), built only for sm_90a
+// element type, d_qk and cluster size (one CTA: d_qk 64, 128, 192, 256, 320, 384; two: 384, 512,
+// 640; four: 768, 1024; see sm90/query_gradient_params.h), built only for sm_90a
 // (query_gradient_instances.cu).
 #pragma once
 

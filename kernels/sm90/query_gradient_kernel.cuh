@@ -55,9 +55,14 @@ struct QueryGradientKernel {
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == kMaxGradientClusterSize,
                 "one CTA, or a cluster of two or four");
   static_assert(kHeadDimQk % (kBlockColumns * kCluster) == 0, "d_qk: whole 64-column blocks per CTA");
-  static_assert(kCtaColumns > kBlockColumns && kCtaColumns <= 384,
-                "128..384 dQ columns per CTA (two consumers of whole 64-column blocks)");
-  static_assert(kColumns0 >= kBlockColumns && kColumns1 <= 256, "wgmma N: 64..256 per consumer");
+  static_assert(kCtaColumns <= 384 && (kCtaColumns > kBlockColumns || kCluster == 1),
+                "128..384 dQ columns per CTA (two consumers of whole 64-column blocks), or one CTA of 64 "
+                "(consumer 1's alone)");
+  static_assert((kColumns0 >= kBlockColumns || kColumns0 == 0) && kColumns1 >= kBlockColumns && kColumns1 <= 256,
+                "wgmma N: 64..256 per consumer (consumer 0 none at d_qk 64)");
+  // Consumer 0's accumulators: none where it owns no column (one CTA of d_qk 64), one unused
+  // register then, as C++ has no empty arrays.
+  static constexpr int kRegisters0 = kColumns0 > 0 ? kColumns0 / 2 : 1;
 
   struct Shared {
     uint32_t q, dO, k, v, ds;
@@ -157,7 +162,7 @@ struct QueryGradientKernel {
     const Lane me = lane();
     float lse2[2];  // +inf for rows that see no key or do not exist: P = exp2(-inf) = 0
     rowStats(p, at, me, 1, __builtin_huge_valf(), lse2);
-    float dq[kColumns0 / 2];
+    float dq[kRegisters0];
     for (float& value : dq) value = 0.0f;
     const BufferRing kRing{p.kBuffers};
     if (at.tiles > 0) mbarrierWait(s.barrier(kGradQFull), 0);
@@ -201,8 +206,8 @@ struct QueryGradientKernel {
       mbarrierWait(s.barrier(kDsFull0 + slot), (tile / 2) & 1);  // all of dS is written
 
       if constexpr (!kDeferKey) {
-        accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, k);
-        mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));
+        if constexpr (kColumns0 > 0) accumulateKeyProduct<kColumns0, Tag>(dq, dsSlot, k);
+        mbarrierArrive(s.barrier(kGradKEmpty0 + kSlot));  // without columns, done with K since S
       }
     }
     if constexpr (kDeferKey) {
@@ -212,7 +217,7 @@ struct QueryGradientKernel {
         mbarrierArrive(s.barrier(kGradKEmpty0 + last));
       }
     }
-    storeGradient<kColumns0>(p, at, dq, 0);
+    if constexpr (kColumns0 > 0) storeGradient<kColumns0>(p, at, dq, 0);
   }
 
   // dQ1 += dS K of tile `tile` for consumer 1's columns (K from its first block on) is issued, once

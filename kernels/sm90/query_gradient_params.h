@@ -36,7 +36,7 @@ namespace ffpa::sm90 {
 constexpr int kMaxSingleGradientDim = 384;  // the largest d_qk and d_v one CTA holds
 constexpr int kMaxPairGradientDim = 640;    // and a cluster of two
 constexpr int kMaxGradientDim = 1024;       // and a cluster of four
-constexpr int kMinGradientDimQk = 65;       // 64 or less leaves consumer 1 no dQ column (mma.sync serves)
+constexpr int kMinGradientDimQk = 16;       // up to 64, consumer 1 holds all of dQ (consumer 0 none)
 
 // CTAs per cluster for head dims d_qk, d_v.
 constexpr int gradientClusterSize(int headDimQk, int headDimV) {
@@ -45,13 +45,13 @@ constexpr int gradientClusterSize(int headDimQk, int headDimV) {
 }
 
 // The d_qk of the instance that serves `headDimQk` in a cluster of `clusterSize`: the next
-// multiple of 64 (one CTA: 128, 192, 256, 320, 384), of 128 and at least 384 (two: 384, 512,
+// multiple of 64 (one CTA: 64, 128, 192, 256, 320, 384), of 128 and at least 384 (two: 384, 512,
 // 640), or of 256 and at least 768 (four: 768, 1024). The smaller d_qk of a cluster run on its
 // smallest instance, whose last ranks compute columns of zeros.
 constexpr int gradientInstanceDimQk(int headDimQk, int clusterSize) {
   const int multiple = kBlockColumns * clusterSize;
   const int rounded = (headDimQk + multiple - 1) / multiple * multiple;
-  const int smallest = clusterSize == 1 ? 2 * kBlockColumns : clusterSize == 2 ? kMaxSingleGradientDim : 768;
+  const int smallest = clusterSize == 1 ? kBlockColumns : clusterSize == 2 ? kMaxSingleGradientDim : 768;
   return rounded < smallest ? smallest : rounded;
 }
 

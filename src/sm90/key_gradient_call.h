@@ -15,7 +15,7 @@
 namespace ffpa::sm90 {
 
 // Why the kernel cannot compute dK and dV of `problem` (empty when it can): not fp16 / bf16, the
-// larger head dim outside 65..1024, head dims not multiples of 16, sizes beyond 2^31, or strides
+// larger head dim outside 16..1024, head dims not multiples of 16, sizes beyond 2^31, or strides
 // of Q, K, V or dO that TMA cannot address.
 std::string keyGradientRefusal(const AttentionProblem& problem);
 

@@ -15,7 +15,7 @@
 namespace ffpa::sm90 {
 
 // Why the kernel cannot compute dQ of `problem` (empty when it can): not fp16 / bf16, d_qk
-// outside 65..1024, d_v above 1024, head dims not multiples of 16, sizes beyond 2^31, or strides
+// outside 16..1024, d_v above 1024, head dims not multiples of 16, sizes beyond 2^31, or strides
 // of Q, K, V or dO that TMA cannot address.
 std::string queryGradientRefusal(const AttentionProblem& problem);
 

@@ -10,9 +10,8 @@
 //   - each value of the pipeline knobs the backward follows;
 //   (those with FFPA_POLICY_HOPPER_KERNELS off, so that Hopper GPUs run them too);
 //   - with FFPA_POLICY_HOPPER_KERNELS (the default) on a compute capability 9.0 GPU, the "sm90.backward" plans
-//     (the wgmma dQ kernel, one CTA or clusters of two or four, over d_qk 65..1024; the wgmma
-//     dK/dV kernel, one CTA or clusters of two or four, over max(d_qk, d_v) 65..1024), and their
-//     repeatability.
+//     (the wgmma dQ and dK/dV kernels, one CTA or clusters of two or four, over head dims up to
+//     1024), and their repeatability.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -170,12 +169,12 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
   Handle handle;
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   Workspace workspace;
-  // dQ: one CTA up to d = 384 (d_qk 128, 192, 256, 320 and 384 instances), clusters of two
-  // above (384, 512 and 640), of four above 640 (768, 1024); dK/dV: one CTA up to 256 (128, 192,
-  // 256), clusters of two up to 512 (384, 512), of four above (576 / 512, 640, 1024): partial
-  // last blocks, d_qk != d_v both ways, a rank with no dO / V block (d_v 64), one query, more
-  // queries than keys; 128 / 512 runs dQ on the cluster's 384 instance; 64 / 128 the mma.sync
-  // dQ kernel and the sm90 dK/dV one.
+  // dQ: one CTA up to d = 384 (d_qk 64, 128, 192, 256, 320 and 384 instances), clusters of two
+  // above (384, 512 and 640), of four above 640 (768, 1024); dK/dV: one CTA up to 256 (64, 128,
+  // 192, 256), clusters of two up to 512 (384, 512), of four above (576 / 512, 640, 1024):
+  // partial last blocks, d_qk != d_v both ways, a rank with no dO / V block (d_v 64), one query,
+  // more queries than keys; 128 / 512 runs dQ on the cluster's 384 instance; 64 / 128 and
+  // 32 / 48 the 64 instances, where consumer 1 holds all the columns.
   const ShapeRow cases[] = {
       {2, 4, 2, 333, 517, 128, 128, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
       {1, 4, 1, 700, 600, 256, 256, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
@@ -183,6 +182,8 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
       {1, 8, 2, 1024, 1024, 192, 192, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
       {1, 2, 1, 300, 70, 96, 80, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd},
       {1, 2, 2, 200, 450, 64, 128, CausalMask::none, DType::bfloat16, LayoutKind::bnhd},
+      {2, 4, 1, 500, 300, 32, 48, CausalMask::bottom_right, DType::float16, LayoutKind::padded_aligned},
+      {1, 8, 8, 1024, 1024, 64, 64, CausalMask::top_left, DType::bfloat16, LayoutKind::bhnd},
       {2, 4, 2, 333, 517, 320, 320, CausalMask::none, DType::bfloat16, LayoutKind::bhnd},
       {1, 4, 1, 700, 600, 384, 384, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd},
       {1, 2, 2, 129, 200, 272, 304, CausalMask::top_left, DType::bfloat16, LayoutKind::padded_aligned},
@@ -206,7 +207,7 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
 
 TEST_CASE("sm90 backward: the same call twice gives the same bits") {
   if (!hopper_runs_here()) return;
-  for (const int64_t dim : {int64_t{128}, int64_t{384}, int64_t{512}, int64_t{1024}}) {
+  for (const int64_t dim : {int64_t{64}, int64_t{128}, int64_t{384}, int64_t{512}, int64_t{1024}}) {
     const TestCase test{make_config(attention_shape(1, 8, 2, 700, 600, dim, dim, CausalMask::bottom_right),
                                     DType::bfloat16, LayoutKind::bhnd, 0.0),
                         true, 53100 + static_cast<uint64_t>(dim)};

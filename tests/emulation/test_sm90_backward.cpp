@@ -50,6 +50,7 @@ template <class Tag>
 void launchFor(ffpa::sm90::QueryGradientShape shape, const ffpa::emulation::Config& config,
                const ffpa::sm90::QueryGradientParams& params) {
   switch (shape.headDimQk * 10 + shape.clusterSize) {
+    case 641: return launchInstance<Tag, 64, 1>(config, params);
     case 1281: return launchInstance<Tag, 128, 1>(config, params);
     case 1921: return launchInstance<Tag, 192, 1>(config, params);
     case 2561: return launchInstance<Tag, 256, 1>(config, params);
@@ -116,6 +117,7 @@ template <class Tag>
 void launchKeyGradient(ffpa::sm90::KeyGradientShape shape, const ffpa::emulation::Config& config,
                        const ffpa::sm90::KeyGradientParams& params) {
   switch (shape.headDim * 10 + shape.clusterSize) {
+    case 641: return launchKeyInstance<Tag, 64, 1>(config, params);
     case 1281: return launchKeyInstance<Tag, 128, 1>(config, params);
     case 1921: return launchKeyInstance<Tag, 192, 1>(config, params);
     case 2561: return launchKeyInstance<Tag, 256, 1>(config, params);
@@ -194,33 +196,34 @@ void runSweep(const int (&dims)[kCount][2], int kvLength, uint64_t start, Gradie
 
 TEST_SUITE_BEGIN("sm90 kernels");
 
-TEST_CASE("sm90 backward at d 65..256: dQ and dK/dV on one CTA, tails, masks, layouts, GQA/MQA") {
-  // 128, 192 and 256 are the instances; 96 / 80 runs the 128 one with a partial last block of
-  // each operand; 80 / 256 pairs dQ's 128 instance with dK/dV's 256; 256 / 48 leaves dQ's
-  // consumer 1 its K blocks but d_v one block; 128 / 384 pairs dQ on one CTA with dK/dV on a
-  // cluster of two; 128 / 512 runs dQ on the cluster's 384 instance (rank 1's K blocks 2 and 3
-  // past d_qk, zeros).
-  const int dims[][2] = {{128, 128}, {192, 192}, {256, 256}, {96, 80}, {80, 256}, {256, 48}, {176, 208}, {128, 384},
+TEST_CASE("sm90 backward up to d 256: dQ and dK/dV on one CTA, tails, masks, layouts, GQA/MQA") {
+  // 64, 128, 192 and 256 are the instances (at 64 consumer 1 holds all of dQ, dK and dV);
+  // 96 / 80 runs the 128 one with a partial last block of each operand; 80 / 256 pairs dQ's 128
+  // instance with dK/dV's 256; 256 / 48 leaves dQ's consumer 1 its K blocks but d_v one block;
+  // 32 / 48 and 16 / 16 run the 64 instances on one partial block; 64 / 128 pairs dQ's 64 with
+  // dK/dV's 128; 128 / 384 pairs dQ on one CTA with dK/dV on a cluster of two; 128 / 512 runs dQ
+  // on the cluster's 384 instance (rank 1's K blocks 2 and 3 past d_qk, zeros).
+  const int dims[][2] = {{128, 128}, {192, 192}, {256, 256}, {96, 80},  {80, 256},  {256, 48},
+                         {176, 208}, {64, 64},   {32, 48},   {16, 16},  {64, 128},  {128, 384},
                          {128, 512}};
   runSweep(dims, 100, 1000, runSm90QueryGradient, runSm90KeyGradient);
-  // d_qk 64 or less: the mma.sync dQ kernel beside the sm90 dK/dV kernel (d_v 128).
   AttentionCase c;
   c.shape = problem(1, 4, 1, 150, 70, 64, 128, CausalMask::bottom_right);  // MQA; queries 0..79 see no key
   c.dtype = DType::bfloat16;
   c.start = 1010;
-  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+  runAndCheckBackward(c, runSm90QueryGradient, runSm90KeyGradient);
   c.shape = problem(2, 2, 2, 70, 200, 128, 128, CausalMask::top_left);  // keys 70..199 seen by no query
   c.dtype = DType::float16;
   c.start = 1011;
   runAndCheckBackward(c, runSm90QueryGradient, runSm90KeyGradient);
 }
 
-TEST_CASE("sm90 backward at d 65..256: shuffled schedules give the same bits") {
+TEST_CASE("sm90 backward up to d 256: shuffled schedules give the same bits") {
   // One CTA with two K (Q) buffers and no exchange: the dP-empty, dS-empty and tiles-empty waits
   // alone order the consumers, whatever the schedule. Twelve schedules: the race that dropping
   // the tiles-empty wait opens (P^T of the next step written over the one consumer 1 still
   // reads) shows in about one schedule in ten.
-  const int dims[][2] = {{128, 128}, {256, 192}};
+  const int dims[][2] = {{128, 128}, {256, 192}, {64, 64}};
   for (const auto& dim : dims) {
     AttentionCase c;
     c.shape = problem(1, 2, 1, 150, 170, dim[0], dim[1], CausalMask::bottom_right);
@@ -329,11 +332,10 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
   // than 64 at segment ends, walks from queries and keys that are no multiple of 64, queries
   // that see no key and keys no query sees (gradients exactly 0), one slice kind after another.
   const auto servesQuery = [](const AttentionCase& c) {
-    return c.shape.dim_qk > 64 && c.shape.dim_qk <= 1024 && c.shape.dim_v <= 1024;
+    return c.shape.dim_qk <= 1024 && c.shape.dim_v <= 1024;
   };
   const auto servesKey = [](const AttentionCase& c) {
-    const int64_t d = std::max(c.shape.dim_qk, c.shape.dim_v);
-    return d > 64 && d <= 1024;
+    return std::max(c.shape.dim_qk, c.shape.dim_v) <= 1024;
   };
   int runs = 0;
   for (const AttentionCase& c : sliceCases()) {

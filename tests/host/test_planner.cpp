@@ -414,12 +414,14 @@ TEST_CASE("runtime autotune of the Hopper backward times each gradient kernel ag
     return;
   }
   // Both sm90 kernels serve d 128: each replaced in turn (the defaults take part anyway). Where
-  // only one serves (d_qk 64: the mma.sync dQ kernel already), nothing to tune.
+  // only one serves (d 384 on a device with less shared memory than one dQ CTA's 230,576 bytes,
+  // which the dK/dV kernel's cluster of two still fits), nothing to tune.
   CHECK(sm90->candidates(request) == std::vector<tuning::LaunchConfig>{{{"sm90_dq", 0}}, {{"sm90_dkdv", 0}}});
-  AttentionProblem narrow = packedProblem(128, Direction::Backward);
-  narrow.headDimQk = 64;
-  narrow.q = narrow.k = narrow.dq = narrow.dk = {narrow.headsQ * narrow.seqQ * 64, narrow.seqQ * 64, 64, 1};
-  CHECK(sm90->candidates({narrow, policy, hopper(), nullptr}).empty());
+  DeviceInfo smaller = hopper();
+  smaller.sharedMemPerBlockOptin = 220 * 1024;
+  const PlanRequest oneServes{packedProblem(384, Direction::Backward), policy, smaller, nullptr};
+  REQUIRE(sm90->supports(oneServes).verdict == Support::Verdict::Applies);
+  CHECK(sm90->candidates(oneServes).empty());
   // The mma.sync dK/dV kernel faster on this timer: the plan and its tuned entry take it, beside
   // the sm90 dQ kernel.
   class MmaSyncKeysFaster : public CandidateTimer {

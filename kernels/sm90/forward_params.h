@@ -108,6 +108,10 @@ constexpr int columnsHeld(int headDim, BlockShare share) {
 // the larger half of an odd number of blocks (d 320: 128 + 192 columns).
 constexpr int consumer0Columns(int ctaColumns) { return columnBlocks(ctaColumns) / 2 * kBlockColumns; }
 constexpr int consumer1Columns(int ctaColumns) { return (columnBlocks(ctaColumns) + 1) / 2 * kBlockColumns; }
+// The fp32 accumulator registers per thread of a warpgroup's `columns` output columns of 64 rows:
+// one where it owns none (a gradient kernel's consumer 0 in a CTA of one 64-column block), which
+// stays unused, as C++ has no empty arrays.
+constexpr int accumulatorRegisters(int columns) { return columns > 0 ? columns / 2 : 1; }
 
 // The forward's split of a CTA's output columns between its consumers, a launch parameter
 // ("split" in tuned configs; sm90/forward_variant.cpp compiles both where they differ):

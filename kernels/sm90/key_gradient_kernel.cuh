@@ -60,9 +60,7 @@ struct KeyGradientKernel {
                 "one CTA of 64 (consumer 1's alone)");
   static_assert((kColumns0 >= kBlockColumns || kColumns0 == 0) && kColumns1 >= kBlockColumns && kColumns1 <= 128,
                 "wgmma N: 64..128 per consumer (consumer 0 none at d 64)");
-  // Consumer 0's accumulators of dV and of dK: none where it owns no column (one CTA of d 64),
-  // one unused register each then, as C++ has no empty arrays.
-  static constexpr int kRegisters0 = kColumns0 > 0 ? kColumns0 / 2 : 1;
+  static constexpr int kRegisters0 = accumulatorRegisters(kColumns0);  // of dV and of dK each
   static constexpr uint32_t kSecond = (kColumns0 / kBlockColumns) * kBlockBytes;  // consumer 1's first block
 
   struct Shared {

@@ -60,9 +60,7 @@ struct QueryGradientKernel {
                 "(consumer 1's alone)");
   static_assert((kColumns0 >= kBlockColumns || kColumns0 == 0) && kColumns1 >= kBlockColumns && kColumns1 <= 256,
                 "wgmma N: 64..256 per consumer (consumer 0 none at d_qk 64)");
-  // Consumer 0's accumulators: none where it owns no column (one CTA of d_qk 64), one unused
-  // register then, as C++ has no empty arrays.
-  static constexpr int kRegisters0 = kColumns0 > 0 ? kColumns0 / 2 : 1;
+  static constexpr int kRegisters0 = accumulatorRegisters(kColumns0);
 
   struct Shared {
     uint32_t q, dO, k, v, ds;

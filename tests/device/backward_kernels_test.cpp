@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attention_checks.h"
+#include "tuned_config_directory.h"
 
 using namespace ffpa_tools;
 using namespace device_tests;
@@ -202,6 +203,49 @@ TEST_CASE("sm90 backward: the Hopper dQ and dK/dV kernels, tails, masks, head gr
   uint64_t start = 53000;
   for (const auto& c : cases) {
     run_fast_backward(handle, workspace, {c.config(), true, start++}, "sm90.backward");
+  }
+}
+
+TEST_CASE("sm90 backward: either gradient kernel's mma.sync version beside the other's sm90 one") {
+  if (!hopper_runs_here()) return;
+  // Tuned configs that hand one gradient kernel back to mma.sync (sm90_dq / sm90_dkdv = 0): the
+  // two kinds of kernel share the row statistics and must agree on every layout; both 0 leaves
+  // the sm80 backward.
+  const TunedConfigDirectory dir(
+      "gradients", tuned_entries("backward", "sm90.backward", "bf16", 128, R"({"sm90_dq": 0})") + "," +
+                       tuned_entries("backward", "sm90.backward", "fp16", 256, R"({"sm90_dkdv": 0})") + "," +
+                       tuned_entries("backward", "sm90.backward", "bf16", 512, R"({"sm90_dkdv": 0})") + "," +
+                       tuned_entries("backward", "sm90.backward", "fp16", 64, R"({"sm90_dq": 0, "sm90_dkdv": 0})"));
+  Handle handle;
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
+  dir.use(handle);
+  Workspace workspace;
+  struct Case {
+    ShapeRow shape;
+    const char* kernel;
+  };
+  const Case cases[] = {
+      {{1, 4, 2, 333, 517, 128, 128, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd},
+       "sm90.backward.bf16.dkdv128"},
+      {{2, 2, 2, 200, 300, 256, 208, CausalMask::top_left, DType::float16, LayoutKind::bnhd},
+       "sm90.backward.f16.dq256"},
+      {{1, 4, 1, 300, 400, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::padded_aligned},
+       "sm90.backward.bf16.dq512x2"},
+      {{1, 2, 2, 129, 200, 64, 64, CausalMask::none, DType::float16, LayoutKind::bhnd}, "sm80.backward.f16."},
+  };
+  uint64_t start = 53200;
+  for (const Case& c : cases) {
+    const TestCase test{c.shape.config(), true, start++};
+    const std::string context = test.to_string();
+    INFO(context);
+    DeviceProblem problem(test.config);
+    problem.fill_inputs(test.start);
+    const std::string planned = planned_backward(handle, problem);
+    CHECK_MESSAGE(planned.rfind(c.kernel, 0) == 0, "planned " << planned);
+    if (planned.rfind(c.kernel, 0) != 0) continue;
+    problem.forward(handle, workspace, true);
+    problem.backward(handle, workspace);
+    check_backward_outputs(context + " [" + planned + "]", problem);
   }
 }
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "attention_checks.h"
+#include "tuned_config_directory.h"
 #include "common/half_precision.h"
 #include "common/random.h"
 
@@ -905,55 +906,6 @@ TEST_CASE("sm90 forward: element offsets past 2^31 (sampled rows against float64
   check_large_offsets(make_config(attention_shape(65, 64, 8, 1024, 700, 512, 512, CausalMask::bottom_right),
                                   DType::float16, LayoutKind::bnhd, 0.0),
                       45100, true);
-}
-
-// A directory holding one tuned-config file for this GPU, named as docs/tuned-configs.rst says
-// (the device name, characters other than letters, digits, '.', '-' and '_' replaced by '_'),
-// with the given entries; removed with the object.
-class TunedConfigDirectory {
- public:
-  TunedConfigDirectory(const std::string& name, const std::string& entries)
-      : path_(std::filesystem::temp_directory_path() /
-              ("ffpa-device-tuned-" + name + "-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-    int device = 0;
-    cudaDeviceProp properties{};
-    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-    check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
-    std::string file = properties.name;
-    for (char& c : file) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
-    }
-    std::ofstream(path_ / (file + ".json"))
-        << R"({"schema_version": 1, "device": {"name": ")" << properties.name
-        << R"("}, "autotune_mode": "fast", "entries": [)" << entries << "]}";
-  }
-  ~TunedConfigDirectory() { std::filesystem::remove_all(path_); }
-  TunedConfigDirectory(const TunedConfigDirectory&) = delete;
-  TunedConfigDirectory& operator=(const TunedConfigDirectory&) = delete;
-
-  // A handle that reads its tuned configs here.
-  void use(Handle& handle) const {
-    const std::string dir = path_.string();
-    check(ffpaSetPolicy(handle.get(), FFPA_POLICY_TUNED_CONFIG_DIR, dir.c_str(), dir.size() + 1),
-          "ffpaSetPolicy(FFPA_POLICY_TUNED_CONFIG_DIR)");
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-// The entries of a tuned-config file for the forward of `kernel` at `dtype` and `head_dim`, with
-// `config`: one for causal problems and one for the others (a lookup matches the mask).
-std::string forward_entry(const char* kernel, const char* dtype, int head_dim, const std::string& config) {
-  std::string entries;
-  for (const char* causal : {"false", "true"}) {
-    entries += std::string(entries.empty() ? "" : ",") + R"({"direction": "forward", "kernel": ")" + kernel +
-               R"(", "dtype": ")" + dtype + R"(", "head_dim": )" + std::to_string(head_dim) +
-               R"(, "seqlen": 4096, "causal": )" + causal + R"(, "config": )" + config + "}";
-  }
-  return entries;
 }
 
 // Runs `test` on `handle`, which must plan `kernel` for it, against float64 attention with the

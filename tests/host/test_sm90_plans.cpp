@@ -1,8 +1,10 @@
-// The plans of the sm90 forward kernel on described devices: with FFPA_POLICY_HOPPER_KERNELS on
-// (the default), on compute capability 9.0 it serves d_v 257..512 (d_qk <= 576) with one CTA per
-// 64 rows and d_v 513..1024 (d_qk <= 1024) with clusters of two, in fp16 and bf16, before the
-// mma.sync kernels; elsewhere, or when the caller sets a knob only the mma.sync kernels have, the
-// plan says why it was passed over.
+// The plans of the sm90 forward and backward kernels on described devices: with
+// FFPA_POLICY_HOPPER_KERNELS on (the default), on compute capability 9.0 the forward serves d_v
+// up to 256 with the rows of a CTA split between its consumers (or the columns), 257..512
+// (d_qk <= 576) with one CTA per 64 rows and 513..1024 (d_qk <= 1024) with clusters of two, and
+// the gradient kernels every head dim up to 1024 (one CTA up to 256, clusters above), in fp16
+// and bf16, before the mma.sync kernels; elsewhere, or when the caller sets a knob only the
+// mma.sync kernels have, the plan says why it was passed over.
 #include "plan_text.h"
 #include "test_support.h"
 

@@ -3,10 +3,10 @@
 // the emulator. It reads the row statistics the sm80 row-statistics kernel leaves in the
 // workspace (kernels/sm80/backward_params.h), as the sm90 dQ kernel does.
 //
-// The dQ kernel transposed: a CTA, or a cluster of two or four, owns 64 keys of one (batch, KV head),
-// each CTA holding its share of the 64-column blocks of K and V (resident) and, per tile of 64 queries of
-// each query head of the group, the instance's blocks per CTA of Q and dO from its share's first
-// (the columns of its dK and dV products), with three warpgroups:
+// The dQ kernel transposed: a CTA, or a cluster of two or four, owns 64 keys of one (batch, KV
+// head), each CTA holding its share of the 64-column blocks of K and V (resident) and, per tile
+// of 64 queries of each query head of the group, the instance's blocks per CTA of Q and dO from
+// its share's first (the columns of its dK and dV products), with three warpgroups:
 //   warpgroup 0, the producer: K and V once, then dO and Q per query tile (TMA);
 //   warpgroup 1, consumer 0: S^T = K Q^T over its d_qk share, summed over a cluster;
 //     P^T = exp2(S^T scale log2 e - lse2[query]), 0 where masked; dS^T = P^T (dP^T - delta[query])
@@ -19,8 +19,8 @@
 //
 // Registers: a consumer holds its half of the CTA's dV and dK columns, 2 x 64 fp32 when a CTA
 // holds 256 columns, besides a [64, 64] tile: one CTA serves max(d_qk, d_v) up to 256 (no
-// exchange; up to 64 consumer 1 holds all 64 columns), clusters of two 257..512, clusters of four 513..1024 (the same 256 columns per CTA
-// at 256, 512 and 1024). Four CTAs sum their
+// exchange; up to 64 consumer 1 holds all 64 columns), clusters of two 257..512, clusters of
+// four 513..1024 (the same 256 columns per CTA at 256, 512 and 1024). Four CTAs sum their
 // partial S^T and dP^T in two exchange stages (forward_params.h, exchangeStages), which take
 // 64 KiB of receive buffers: 230,560 bytes of shared memory per CTA at 1024 (one Q buffer).
 #pragma once

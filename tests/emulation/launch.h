@@ -52,8 +52,9 @@ struct Config {
   std::vector<Buffer> buffers;  // every other global address is out of bounds
   // 0: waiting threads resume in the order they became ready (thread-index order at the start).
   // Otherwise the next thread to run is drawn from the ready ones with this seed (and the block
-  // index): other legal interleavings, still reproducible, for kernels whose warps hand data to
-  // each other through barriers a fixed order might satisfy by luck.
+  // index), one warp at a time lagging behind the others for long streaks: other legal
+  // interleavings, still reproducible, for kernels whose warps hand data to each other through
+  // barriers a fixed order might satisfy by luck.
   uint64_t scheduleSeed = 0;
   // Blocks per thread-block cluster along x (a divisor of grid.x, at most 8): the blocks of a
   // cluster run together, their threads interleaved on one CPU thread, and may reach each other's

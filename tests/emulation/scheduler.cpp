@@ -126,13 +126,34 @@ uint64_t nextDraw(uint64_t& state) {
 // ready threads. Seeded: a thread drawn from the ready ones; in a cluster, from one favoured
 // block while it has ready threads, for streaks of up to 4096 picks, so that one block runs far
 // ahead of the others as it may on the GPU (a receiver slow to read what another block sends).
+// Within the block, one lagging warp is drawn for streaks of up to 4096 picks, whose threads run
+// only while no other thread is ready: a warp the GPU stalls while the others run far ahead, as
+// a warp that reads shared memory another warp overwrites without waiting for it. (Drawn
+// uniformly, the threads of a warp rarely fall far enough behind: such a race showed in one
+// schedule in ten.)
 struct Picker {
   uint64_t seed;
   uint64_t draws;
   std::size_t turn = 0;
   std::size_t favoured = 0;
   uint64_t streak = 0;  // picks left in the favoured block's streak
+  int laggard = -1;     // the lagging warp (-1: none)
+  uint64_t lag = 0;     // picks left in its streak
 };
+
+// A ready thread of `block` drawn uniformly, passing over the threads of warp `laggard` while
+// others are ready: its position in block.ready.
+std::size_t drawReady(const Block& block, Picker& picker) {
+  const auto& ready = block.ready;
+  std::size_t others = 0;
+  for (const int thread : ready) others += thread / kWarpSize != picker.laggard;
+  if (others == 0 || others == ready.size()) return nextDraw(picker.draws) % ready.size();
+  std::size_t pick = nextDraw(picker.draws) % others;
+  for (std::size_t i = 0;; ++i) {
+    if (ready[i] / kWarpSize == picker.laggard) continue;
+    if (pick-- == 0) return i;
+  }
+}
 
 bool pickThread(Cluster& cluster, Picker& picker) {
   auto& blocks = cluster.blocks;
@@ -150,10 +171,18 @@ bool pickThread(Cluster& cluster, Picker& picker) {
       }
       --picker.streak;
     }
+    if (picker.lag == 0) {
+      // Half of the streaks lag no warp.
+      const int warps = (blocks[0]->config.blockThreads + kWarpSize - 1) / kWarpSize;
+      const uint64_t draw = nextDraw(picker.draws) % (2 * static_cast<uint64_t>(warps));
+      picker.laggard = draw < static_cast<uint64_t>(warps) ? static_cast<int>(draw) : -1;
+      picker.lag = 1 + nextDraw(picker.draws) % 4096;
+    }
+    --picker.lag;
     Block* chosen = blocks[picker.favoured].get();
     std::size_t pick = 0;
     if (!chosen->ready.empty()) {
-      pick = nextDraw(picker.draws) % chosen->ready.size();
+      pick = drawReady(*chosen, picker);
     } else {
       pick = nextDraw(picker.draws) % readyCount;
       for (const auto& block : blocks) {

@@ -172,8 +172,8 @@ void checkSameBitsUnderSchedules(AttentionCase c, std::initializer_list<uint64_t
       const std::vector<uint8_t> bits[3] = {bytesOf(outcome.dq), bytesOf(outcome.dk), bytesOf(outcome.dv)};
       for (int g = 0; g < 3; ++g) {
         if (first[g].empty()) first[g] = bits[g];
-        CHECK_MESSAGE(bits[g] == first[g],
-                      c.toString() << ": " << kNames[g] << " differs from schedule " << *seeds.begin() << "'s");
+        CHECK_MESSAGE(bits[g] == first[g], c.toString() << ": " << std::string(kNames[g]) << " differs from schedule "
+                                                         << *seeds.begin() << "'s");
       }
     } catch (const std::exception& e) {
       FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
@@ -220,16 +220,16 @@ TEST_CASE("sm90 backward up to d 256: dQ and dK/dV on one CTA, tails, masks, lay
 
 TEST_CASE("sm90 backward up to d 256: shuffled schedules give the same bits") {
   // One CTA with two K (Q) buffers and no exchange: the dP-empty, dS-empty and tiles-empty waits
-  // alone order the consumers, whatever the schedule. Twelve schedules: the race that dropping
-  // the tiles-empty wait opens (P^T of the next step written over the one consumer 1 still
-  // reads) shows in about one schedule in ten.
+  // alone order the consumers, whatever the schedule. The race that dropping the tiles-empty
+  // wait opens (P^T of the next step written over the one consumer 1 still reads) shows in every
+  // schedule that lags a warp of consumer 1 (emulation/scheduler.cpp).
   const int dims[][2] = {{128, 128}, {256, 192}, {64, 64}};
   for (const auto& dim : dims) {
     AttentionCase c;
     c.shape = problem(1, 2, 1, 150, 170, dim[0], dim[1], CausalMask::bottom_right);
     c.dtype = DType::bfloat16;
     c.start = 1020 + dim[0];
-    checkSameBitsUnderSchedules(c, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, runSm90QueryGradient, runSm90KeyGradient);
+    checkSameBitsUnderSchedules(c, {1, 2, 3, 4}, runSm90QueryGradient, runSm90KeyGradient);
   }
 }
 

@@ -54,7 +54,8 @@ struct Config {
   // Otherwise the next thread to run is drawn from the ready ones with this seed (and the block
   // index), one warp at a time lagging behind the others for long streaks: other legal
   // interleavings, still reproducible, for kernels whose warps hand data to each other through
-  // barriers a fixed order might satisfy by luck.
+  // barriers a fixed order might satisfy by luck. FFPA_EMULATION_SCHEDULES=N (N > 0) replaces
+  // every seed by another drawn from it and N: the same cases under other schedules.
   uint64_t scheduleSeed = 0;
   // Blocks per thread-block cluster along x (a divisor of grid.x, at most 8): the blocks of a
   // cluster run together, their threads interleaved on one CPU thread, and may reach each other's

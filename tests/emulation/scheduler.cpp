@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -155,6 +156,19 @@ std::size_t drawReady(const Block& block, Picker& picker) {
   }
 }
 
+// The seed of a seeded schedule: Config::scheduleSeed, moved by FFPA_EMULATION_SCHEDULES when
+// set (a number: every seeded case then runs other schedules, to search for races beyond the
+// ones the tests pin down). 0 stays 0, the unseeded order.
+uint64_t scheduleSeedOf(uint64_t configured) {
+  static const uint64_t shift = [] {
+    const char* text = std::getenv("FFPA_EMULATION_SCHEDULES");
+    return text == nullptr ? uint64_t{0} : std::strtoull(text, nullptr, 10);
+  }();
+  if (configured == 0 || shift == 0) return configured;
+  uint64_t state = configured ^ (shift << 32);
+  return nextDraw(state) | 1u;
+}
+
 bool pickThread(Cluster& cluster, Picker& picker) {
   auto& blocks = cluster.blocks;
   std::size_t readyCount = 0;
@@ -210,7 +224,7 @@ void runCluster(Cluster& cluster, Dim3 index) {
   cluster.waiting.clear();
   const Dim3 first = blocks[0]->index;
   Picker picker;
-  picker.seed = blocks[0]->config.scheduleSeed;
+  picker.seed = scheduleSeedOf(blocks[0]->config.scheduleSeed);
   picker.draws = picker.seed ^ (uint64_t(first.x) << 42 ^ uint64_t(first.y) << 21 ^ uint64_t(first.z));
   for (;;) {
     while (pickThread(cluster, picker)) tThread->fiber.resume();

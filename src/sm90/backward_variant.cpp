@@ -83,6 +83,8 @@ Resolution refusal(Support why) {
   return d;
 }
 
+Resolution notApplicable(std::string why) { return refusal(Support::notApplicable(std::move(why))); }
+
 // Why the sm90 kernel of `name` cannot serve (empty when it can): its refusal, no instance, or
 // too little shared memory.
 std::string fitRefusal(const char* name, std::string why, bool found, uint32_t shared, const DeviceInfo& device) {
@@ -96,10 +98,9 @@ std::string fitRefusal(const char* name, std::string why, bool found, uint32_t s
 }
 
 // The sm90 gradient kernels that can serve the problem (instance, shared memory), before launch
-// parameters: a refusal when neither can; why not for the one that cannot.
+// parameters, and why not for the one that cannot; a refusal where neither can.
 Resolution servable(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
-  const auto notApplicable = [](std::string why) { return refusal(Support::notApplicable(std::move(why))); };
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
   if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
   if (queryInstances().empty()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
@@ -135,10 +136,8 @@ Resolution resolve(const PlanRequest& r) {
     d.key = nullptr;
     d.keyWhy = "launch parameter sm90_dkdv=0";
   }
-  if (d.query == nullptr && d.key == nullptr) {
-    return refusal(Support::notApplicable(cat(d.queryWhy, "; ", d.keyWhy)));
-  }
-  if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return refusal(Support::notApplicable(std::move(why)));
+  if (d.query == nullptr && d.key == nullptr) return notApplicable(cat(d.queryWhy, "; ", d.keyWhy));  // both asked
+  if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
   // The row statistics (and the gradients left to mma.sync) with the sm80 backward's own launch
   // parameters: its tuned config, not this variant's candidate.
   const PlanRequest mmaSyncRequest{r.problem, r.policy, r.device, r.runtime, nullptr};

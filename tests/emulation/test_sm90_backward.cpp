@@ -157,6 +157,15 @@ AttentionCase sweepCase(int index, const int (&dim)[2], int kvLength, uint64_t s
   return c;
 }
 
+// A case of `shape` in `dtype` (BHND), its inputs from `start`.
+AttentionCase caseOf(const ffpa_tools::AttentionProblem& shape, DType dtype, uint64_t start) {
+  AttentionCase c;
+  c.shape = shape;
+  c.dtype = dtype;
+  c.start = start;
+  return c;
+}
+
 // Runs `c` under each schedule of `seeds` with the given gradient kernels (the mma.sync ones for
 // those not given), checks every outcome, and CHECKs that dQ, dK and dV keep the bits of the
 // first schedule: no atomics, so no order of the warps may change a bit.
@@ -207,15 +216,11 @@ TEST_CASE("sm90 backward up to d 256: dQ and dK/dV on one CTA, tails, masks, lay
                          {176, 208}, {64, 64},   {32, 48},   {16, 16},  {64, 128},  {128, 384},
                          {128, 512}};
   runSweep(dims, 100, 1000, runSm90QueryGradient, runSm90KeyGradient);
-  AttentionCase c;
-  c.shape = problem(1, 4, 1, 150, 70, 64, 128, CausalMask::bottom_right);  // MQA; queries 0..79 see no key
-  c.dtype = DType::bfloat16;
-  c.start = 1010;
-  runAndCheckBackward(c, runSm90QueryGradient, runSm90KeyGradient);
-  c.shape = problem(2, 2, 2, 70, 200, 128, 128, CausalMask::top_left);  // keys 70..199 seen by no query
-  c.dtype = DType::float16;
-  c.start = 1011;
-  runAndCheckBackward(c, runSm90QueryGradient, runSm90KeyGradient);
+  // MQA, queries 0..79 seeing no key; then keys 70..199 seen by no query.
+  runAndCheckBackward(caseOf(problem(1, 4, 1, 150, 70, 64, 128, CausalMask::bottom_right), DType::bfloat16, 1010),
+                      runSm90QueryGradient, runSm90KeyGradient);
+  runAndCheckBackward(caseOf(problem(2, 2, 2, 70, 200, 128, 128, CausalMask::top_left), DType::float16, 1011),
+                      runSm90QueryGradient, runSm90KeyGradient);
 }
 
 TEST_CASE("sm90 backward up to d 256: shuffled schedules give the same bits") {
@@ -225,11 +230,9 @@ TEST_CASE("sm90 backward up to d 256: shuffled schedules give the same bits") {
   // schedule that lags a warp of consumer 1 (emulation/scheduler.cpp).
   const int dims[][2] = {{128, 128}, {256, 192}, {64, 64}};
   for (const auto& dim : dims) {
-    AttentionCase c;
-    c.shape = problem(1, 2, 1, 150, 170, dim[0], dim[1], CausalMask::bottom_right);
-    c.dtype = DType::bfloat16;
-    c.start = 1020 + dim[0];
-    checkSameBitsUnderSchedules(c, {1, 2, 3, 4}, runSm90QueryGradient, runSm90KeyGradient);
+    checkSameBitsUnderSchedules(
+        caseOf(problem(1, 2, 1, 150, 170, dim[0], dim[1], CausalMask::bottom_right), DType::bfloat16, 1020 + dim[0]),
+        {1, 2, 3, 4}, runSm90QueryGradient, runSm90KeyGradient);
   }
 }
 
@@ -277,11 +280,9 @@ TEST_CASE("sm90 backward dQ: shuffled schedules give the same bits") {
   // atomics: every schedule must give the same dQ bits.
   const int dims[][2] = {{352, 384}, {512, 448}, {768, 1024}};
   for (const auto& dim : dims) {
-    AttentionCase c;
-    c.shape = problem(1, 2, 1, 100, 200, dim[0], dim[1], CausalMask::bottom_right);
-    c.dtype = DType::bfloat16;
-    c.start = 1400 + dim[0];
-    checkSameBitsUnderSchedules(c, {1, 2, 3}, runSm90QueryGradient, nullptr);
+    checkSameBitsUnderSchedules(
+        caseOf(problem(1, 2, 1, 100, 200, dim[0], dim[1], CausalMask::bottom_right), DType::bfloat16, 1400 + dim[0]),
+        {1, 2, 3}, runSm90QueryGradient, nullptr);
   }
 }
 
@@ -290,15 +291,11 @@ TEST_CASE("sm90 backward dK/dV: clusters of two CTAs (max d 257..512), tails, ma
   // group's query heads inside the CTA; queries that see no key, keys no query sees.
   const int dims[][2] = {{512, 512}, {384, 384}, {272, 304}, {448, 64}, {320, 512}, {512, 400}};
   runSweep(dims, 110, 1500, runSm90QueryGradient, runSm90KeyGradient);
-  AttentionCase c;
-  c.shape = problem(1, 4, 1, 150, 70, 384, 320, CausalMask::bottom_right);  // MQA; queries 0..79 see no key
-  c.dtype = DType::bfloat16;
-  c.start = 1510;
-  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
-  c.shape = problem(1, 2, 2, 70, 200, 512, 512, CausalMask::top_left);  // keys 70..199 seen by no query
-  c.dtype = DType::float16;
-  c.start = 1511;
-  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+  // MQA, queries 0..79 seeing no key; then keys 70..199 seen by no query.
+  runAndCheckBackward(caseOf(problem(1, 4, 1, 150, 70, 384, 320, CausalMask::bottom_right), DType::bfloat16, 1510),
+                      nullptr, runSm90KeyGradient);
+  runAndCheckBackward(caseOf(problem(1, 2, 2, 70, 200, 512, 512, CausalMask::top_left), DType::float16, 1511), nullptr,
+                      runSm90KeyGradient);
 }
 
 TEST_CASE("sm90 backward dK/dV: clusters of four CTAs (max d 513..1024), two exchange stages") {
@@ -307,11 +304,9 @@ TEST_CASE("sm90 backward dK/dV: clusters of four CTAs (max d 513..1024), two exc
   // largest layout; GQA sums the group's query heads.
   const int dims[][2] = {{640, 640}, {576, 512}, {1024, 64}, {1024, 1024}, {304, 800}};
   runSweep(dims, 100, 1530, runSm90QueryGradient, runSm90KeyGradient);
-  AttentionCase c;
-  c.shape = problem(1, 3, 1, 70, 150, 768, 768, CausalMask::top_left);  // MQA; keys 70..149 seen by no query
-  c.dtype = DType::bfloat16;
-  c.start = 1540;
-  runAndCheckBackward(c, nullptr, runSm90KeyGradient);
+  // MQA; keys 70..149 seen by no query.
+  runAndCheckBackward(caseOf(problem(1, 3, 1, 70, 150, 768, 768, CausalMask::top_left), DType::bfloat16, 1540), nullptr,
+                      runSm90KeyGradient);
 }
 
 TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
@@ -319,11 +314,9 @@ TEST_CASE("sm90 backward dK/dV: shuffled schedules give the same bits") {
   // on every CTA whatever order the partials arrive in.
   const int dims[][2] = {{448, 512}, {704, 768}};
   for (const auto& dim : dims) {
-    AttentionCase c;
-    c.shape = problem(1, 2, 1, 200, 100, dim[0], dim[1], CausalMask::bottom_right);
-    c.dtype = DType::bfloat16;
-    c.start = 1520 + dim[0];
-    checkSameBitsUnderSchedules(c, {1, 2, 3}, nullptr, runSm90KeyGradient);
+    checkSameBitsUnderSchedules(
+        caseOf(problem(1, 2, 1, 200, 100, dim[0], dim[1], CausalMask::bottom_right), DType::bfloat16, 1520 + dim[0]),
+        {1, 2, 3}, nullptr, runSm90KeyGradient);
   }
 }
 

@@ -135,6 +135,23 @@ class FakeTimer : public CandidateTimer {
   int calls = 0;
 };
 
+// Timers on which a plan whose config names `part` takes 1 ms and any other 2 (the reverse with
+// `faster` false): the candidate autotune must pick.
+TimerFactory timersFavouring(std::string part, bool faster = true) {
+  class Favouring : public CandidateTimer {
+   public:
+    Favouring(std::string part, bool faster) : part_(std::move(part)), faster_(faster) {}
+    double milliseconds(const Plan& plan) override {
+      return (plan.config.find(part_) != std::string::npos) == faster_ ? 1 : 2;
+    }
+
+   private:
+    std::string part_;
+    bool faster_;
+  };
+  return [part = std::move(part), faster](const PlanRequest&) { return std::make_unique<Favouring>(part, faster); };
+}
+
 TimerFactory fakeTimers(int* made) {
   return [made](const PlanRequest&) -> std::unique_ptr<CandidateTimer> {
     ++*made;
@@ -334,11 +351,7 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
                                                         {{"kv_multicast", 0}, {"overlap", 1}, {"split", 1}},
                                                         {{"kv_multicast", 1}}});
   // Sharing is faster on this timer: the plan and its tuned entry share K and V.
-  class SharingFaster : public CandidateTimer {
-   public:
-    double milliseconds(const Plan& plan) override { return plan.config.find("kv=multicast") != std::string::npos ? 1 : 2; }
-  };
-  const Planner planner(registry, [](const PlanRequest&) { return std::make_unique<SharingFaster>(); });
+  const Planner planner(registry, timersFavouring("kv=multicast"));
   const Plan tuned = planner.plan(request);
   CHECK(tuned.kernel == "sm90.forward.f16.d512.kv2");
   REQUIRE(tuned.tuned != nullptr);
@@ -360,11 +373,7 @@ TEST_CASE("runtime autotune of the Hopper forward times K and V shared by two ro
   CHECK(sm90->candidates({packedProblem(640), policy, hopper(), nullptr}) ==
         std::vector<tuning::LaunchConfig>{{{"overlap", 0}}, {{"overlap", 1}}});
   // The skewed split faster on this timer: the plan and its tuned entry take it.
-  class SkewedFaster : public CandidateTimer {
-   public:
-    double milliseconds(const Plan& plan) override { return plan.config.find("split=skewed") != std::string::npos ? 1 : 2; }
-  };
-  const Planner skewed(registry, [](const PlanRequest&) { return std::make_unique<SkewedFaster>(); });
+  const Planner skewed(registry, timersFavouring("split=skewed"));
   const Plan tunedSplit = skewed.plan({packedProblem(448), policy, hopper(), nullptr});
   CHECK(tunedSplit.kernel == "sm90.forward.f16.d448.skewed");
   REQUIRE(tunedSplit.tuned != nullptr);
@@ -389,11 +398,7 @@ TEST_CASE("runtime autotune of the Hopper forward times the row split against th
                                                                        {{"kv_multicast", 1}}});
   CHECK(sm90->candidates({packedProblem(64), policy, hopper(), nullptr}).empty());
   // The split of the columns faster on this timer: the plan and its tuned entry take it.
-  class ColumnsFaster : public CandidateTimer {
-   public:
-    double milliseconds(const Plan& plan) override { return plan.config.find("rows=64+64") != std::string::npos ? 2 : 1; }
-  };
-  const Planner planner(registry, [](const PlanRequest&) { return std::make_unique<ColumnsFaster>(); });
+  const Planner planner(registry, timersFavouring("rows=64+64", false));
   const Plan tuned = planner.plan(request);
   CHECK(tuned.kernel == "sm90.forward.f16.d128");
   REQUIRE(tuned.tuned != nullptr);
@@ -424,13 +429,7 @@ TEST_CASE("runtime autotune of the Hopper backward times each gradient kernel ag
   CHECK(sm90->candidates(oneServes).empty());
   // The mma.sync dK/dV kernel faster on this timer: the plan and its tuned entry take it, beside
   // the sm90 dQ kernel.
-  class MmaSyncKeysFaster : public CandidateTimer {
-   public:
-    double milliseconds(const Plan& plan) override {
-      return plan.config.find("dK/dV: mma.sync (launch parameter sm90_dkdv=0)") != std::string::npos ? 1 : 2;
-    }
-  };
-  const Planner planner(registry, [](const PlanRequest&) { return std::make_unique<MmaSyncKeysFaster>(); });
+  const Planner planner(registry, timersFavouring("dK/dV: mma.sync (launch parameter sm90_dkdv=0)"));
   const Plan tuned = planner.plan(request);
   CHECK(tuned.kernel == "sm90.backward.f16.dq128");
   REQUIRE(tuned.tuned != nullptr);

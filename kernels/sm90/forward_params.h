@@ -71,11 +71,9 @@ constexpr int kMaxForwardHeadDimV = 1024;
 
 // The row split (forward_row_split_kernel.cuh; no attention slices, no K and V sharing): a CTA of
 // 128 rows, each consumer 64 of them with all of O's columns, d_v up to 256 (128 fp32 registers),
-// any multiple of 16 from 16 on (the 64 instance serves 16..64). Each consumer's warpgroup
-// barrier (P written) is named barrier kRowSplitBarrierId + consumer.
+// any multiple of 16 from 16 on (the 64 instance serves 16..64).
 constexpr int kRowSplitRows = 2 * kRows;
 constexpr int kRowSplitMaxHeadDimV = 256;
-constexpr int kRowSplitBarrierId = 2;
 
 // The largest d_qk: what 227 KiB of Q, K, V and P tiles hold (576 / 512 is the absorbed-MLA
 // shape), and with two CTAs each keeping half of d_qk, the library's 1024.
@@ -205,7 +203,7 @@ struct ForwardArguments : ProblemSizes {
   int32_t kBuffers;   // 2 in clusters where shared memory holds them (K loads a tile ahead), else 1
   uint32_t vOffset;
   uint32_t vBufferBytes;  // the row split: two V buffers of this size; else one
-  uint32_t pOffset;      // two P slots of one block each (the row split: two per consumer)
+  uint32_t pOffset;      // two P slots of one block each (none in the row split: P stays in registers)
   uint32_t statsOffset;  // row scales of the two slots, then the final 1 / row sums
   uint32_t exchangeOffset;  // the partial S received from the other CTA (cluster of two)
   uint32_t barrierOffset;
@@ -260,9 +258,9 @@ inline uint32_t forwardLayout(ForwardArguments& p) {
 }
 
 // The row split's layout (forward_row_split_kernel.cuh) in `p` (headDimQk and headDimV set): Q of
-// both row tiles, K in two buffers where kMaxSharedBytes holds them (else one), V in two, and two
-// P blocks per consumer; returns the dynamic shared memory the launch needs (above kMaxSharedBytes
-// where even one K buffer does not fit: the kernel cannot serve the problem).
+// both row tiles, K in two buffers where kMaxSharedBytes holds them (else one) and V in two (P
+// stays in the consumers' registers); returns the dynamic shared memory the launch needs (above
+// kMaxSharedBytes where even one K buffer does not fit: the kernel cannot serve the problem).
 inline uint32_t forwardRowSplitLayout(ForwardArguments& p) {
   const uint32_t qkBytes = columnBlocks(p.headDimQk) * kBlockBytes;
   for (p.kBuffers = 2;; p.kBuffers = 1) {
@@ -272,7 +270,7 @@ inline uint32_t forwardRowSplitLayout(ForwardArguments& p) {
     p.kOffset = at.take(p.kBuffers * qkBytes);
     p.vBufferBytes = columnBlocks(p.headDimV) * kBlockBytes;
     p.vOffset = at.take(2 * p.vBufferBytes);
-    p.pOffset = at.take(2 * kRowSplitRows / kRows * kBlockBytes);
+    p.pOffset = at.take(0);
     p.exchangeOffset = at.take(0);
     p.statsOffset = at.take(0);
     p.barrierOffset = at.take(kBarrierCount * 8);

@@ -1,22 +1,24 @@
 // The sm90 forward for d_v up to 256 without attention slices, with the rows split between the
 // consumers rather than O's columns (FlashAttention-3's arrangement): a CTA computes 128 query
 // rows of one (batch, head), consumer w the rows [64 w, 64 w + 64) of them, each with its own S,
-// softmax, P and all of O's columns (at most 256: 128 fp32 registers per thread). Per KV tile j,
-// with slot = j % 2 (rings of two K and two V buffers, one K buffer where shared memory holds
-// only one; the empty barriers count both consumers' releases):
+// softmax, P and all of O's columns (at most 256: 128 fp32 registers per thread). P never leaves
+// the consumer's registers: the S accumulators, rounded to 16 bits and packed in pairs, are the A
+// operand of P V (wgmmaRS). Per KV tile j, with slot = j % 2 (rings of two K and two V buffers,
+// one K buffer where shared memory holds only one; the empty barriers count both consumers'
+// releases):
 //   producer:   [K empty slot] K(j) -> K full slot        [V empty slot] V(j) -> V full slot
 //   consumer w: [K full] S_w(j + 1) = Q_w K^T issued; [V full] O_w += P_w(j) V issued
-//               S_w(j + 1) done -> K empty; its online softmax and P_w(j + 1) to the consumer's
-//               other P block, under P V(j) on the tensor cores
-//               P V(j) done -> V empty; the warpgroup's barrier (P_w(j + 1) written by all its
-//               threads, P V(j) done for all); O_w rescaled
+//               S_w(j + 1) done -> K empty; its online softmax under P V(j) on the tensor cores
+//               P V(j) done -> V empty; P_w(j + 1) packed into the registers P_w(j) held; O_w
+//               rescaled
 // (S(0) and P(0) before the first tile). Against the split of the columns (forward_kernel.cuh),
 // where consumer 0 alone computes S and the softmax while consumer 1 waits for P, every K and V
 // tile feeds 128 rows instead of 64 (half the L2 traffic per FLOP), and neither consumer waits
 // for the other: while one runs its softmax, the other's products have the tensor cores, and
-// each consumer's own softmax runs under its P V. Under a causal mask both walk the KV tiles
-// some row of the 128 sees; a tile past a consumer's rows is masked for all of them (P = 0), as
-// with K and V shared between row tiles.
+// each consumer's own softmax runs under its P V. Without P in shared memory there is no store,
+// no proxy fence and no warpgroup barrier per tile, and 32 KiB of shared memory less. Under a
+// causal mask both walk the KV tiles some row of the 128 sees; a tile past a consumer's rows is
+// masked for all of them (P = 0), as with K and V shared between row tiles.
 #pragma once
 
 #include "common/element.cuh"
@@ -39,15 +41,14 @@ struct RowSplitForwardKernel {
   using Rows = ForwardRows<Tag>;
 
   struct Shared {
-    uint32_t q, k, v, p;  // Q: the two row tiles; P: two blocks per consumer
+    uint32_t q, k, v;  // Q: the two row tiles
     uint32_t barriers;
     FFPA_DEVICE uint32_t barrier(int which) const { return barriers + 8u * which; }
   };
 
   static FFPA_DEVICE Shared locateShared(const ForwardParams& p) {
     const uint32_t address = alignedShared().address;
-    return {address + p.qOffset, address + p.kOffset, address + p.vOffset, address + p.pOffset,
-            address + p.barrierOffset};
+    return {address + p.qOffset, address + p.kOffset, address + p.vOffset, address + p.barrierOffset};
   }
 
   // Rows [128 x + 64 w, + 64) of CTA x for consumer w (w = 0 for the producer: the first row of
@@ -96,21 +97,17 @@ struct RowSplitForwardKernel {
     float o[kHeadDimV / 2];
     for (float& value : o) value = 0.0f;
     typename Rows::Softmax softmax;
-    float score[kTileRegisters];  // S of the tile, then P
+    float score[kTileRegisters];  // S of a tile, then its P
+    // P of the tile whose P V is issued next, 16-bit: the A operand of wgmmaRS.
+    uint32_t probabilities[kTileFragmentRegisters];
     const BufferRing keyRing{p.kBuffers};
     const BufferRing valueRing{2};  // forwardRowSplitLayout
     const uint32_t q = s.q + consumer * at.qk.count * kBlockBytes;
-    // P of tile t in block t % 2 of the consumer's two.
-    const auto pBlock = [&](int tile) { return s.p + (2 * consumer + (tile & 1)) * kBlockBytes; };
     // The softmax of tile `tile` (no slices: keys from tile * 64), whose S is in `score`: P in
     // `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
       softmax.template tile<kMayEmulate>(p, KeyTile{tile * kKeys, -1}, at.firstRow, score, me, factor);
     };
-    // The warpgroup's barrier: every thread's P stores (fenced for the async proxy by
-    // storeTile16) are done before its wgmma reads them, and every thread's P V of the tile
-    // before has completed before P of the tile after overwrites that block.
-    const auto warpgroupBarrier = [&] { rolesBarrier(kRowSplitBarrierId + consumer, 128); };
     if (at.tiles > 0) {
       mbarrierWait(s.barrier(kQFull), 0);
       mbarrierWait(s.barrier(kKFull0), 0);
@@ -118,13 +115,13 @@ struct RowSplitForwardKernel {
       mbarrierArrive(s.barrier(kKEmpty0));
       float factor[2];  // O is still zero: nothing to rescale
       softmaxOf(0, factor);
-      storeTile16<Tag>(pBlock(0), score, me);
-      warpgroupBarrier();
+      packTile16<Tag>(probabilities, score);
     }
-    // Tile j: S(j + 1) and O += P(j) V(j) issued together; the softmax of j + 1, and its P into
-    // the other block, under P V(j) (the tensor cores run one while the warpgroup computes the
-    // other). After the last tile the group of S is an empty one: the wgmma sequence stays the
-    // same on every iteration, which ptxas needs to keep the two groups in flight together.
+    // Tile j: S(j + 1) and O += P(j) V(j) issued together; the softmax of j + 1 under P V(j) on
+    // the tensor cores (the tensor cores run one while the warpgroup computes the other), its P
+    // packed once P V(j) no longer reads the registers of P(j). After the last tile the group of
+    // S is an empty one: the wgmma sequence stays the same on every iteration, which ptxas needs
+    // to keep the two groups in flight together.
     for (int tile = 0; tile < at.tiles; ++tile) {
       const bool next = tile + 1 < at.tiles;
       const int kSlot = keyRing.slot(tile + 1);
@@ -132,21 +129,22 @@ struct RowSplitForwardKernel {
       issueScoreProduct<Tag, true>(score, q, s.k + kSlot * p.kBufferBytes, next ? at.qk.count : 0);
       const int vSlot = valueRing.slot(tile);
       mbarrierWait(s.barrier(kVFull0 + vSlot), valueRing.use(tile) & 1);
-      issueKeyProduct<kHeadDimV, Tag>(o, pBlock(tile), s.v + vSlot * p.vBufferBytes);
+      issueKeyProductFromRegisters<kHeadDimV, Tag>(o, probabilities, s.v + vSlot * p.vBufferBytes);
       wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
       wgmmaFenceOperands(score);
       float factor[2] = {1.0f, 1.0f};
       if (next) {
         mbarrierArrive(s.barrier(kKEmpty0 + kSlot));
         softmaxOf(tile + 1, factor);
-        // Its block's last reader, P V(j - 1), completed before the barrier of tile j - 1.
-        storeTile16<Tag>(pBlock(tile + 1), score, me);
       }
+      wgmmaFenceOperands(score);  // the softmax stays above the wait, under P V(j)
       wgmmaWait<0>();
       wgmmaFenceOperands(o);
+      wgmmaFenceOperands(probabilities);  // P V(j) has read them: P(j + 1) may replace them
+      wgmmaFenceOperands(score);
       mbarrierArrive(s.barrier(kVEmpty0 + vSlot));
       if (next) {
-        warpgroupBarrier();
+        packTile16<Tag>(probabilities, score);
         Rows::template rescale<kHeadDimV>(o, factor);
       }
     }

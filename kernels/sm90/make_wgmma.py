@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the wgmma.mma_async wrappers of kernels/sm90/ptx.cuh (one per N and element type).
+"""Writes the wgmma.mma_async wrappers of kernels/sm90/ptx.cuh (one per N, element type and
+source of A: shared memory, wgmmaSS, or registers, wgmmaRS).
 
 An m64nNk16 wgmma names its N/2 fp32 accumulators of each thread one by one in the PTX operand
 list, so each N is its own inline-asm statement; this script spells them out instead of the
@@ -32,6 +33,30 @@ FFPA_DEVICE void wgmmaSS<{n}, {str(transpose).lower()}>(float (&d)[{regs}], uint
 """
 
 
+def register_wrapper(n, transpose, tag, ptx_type):
+    regs = n // 2
+    outputs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    accumulators = ", ".join(f"%{i}" for i in range(regs))
+    a = ", ".join(f"%{regs + i}" for i in range(4))
+    b, scale = regs + 4, regs + 5
+    inputs = ", ".join(f'"r"(a[{i}])' for i in range(4))
+    layout = "B stored N-major (transposed)" if transpose else "B stored K-major"
+    return f"""
+// D[64, {n}] (+)= A[64, 16] B[16, {n}], {tag}, A from registers, {layout}.
+template <>
+FFPA_DEVICE void wgmmaRS<{n}, {str(transpose).lower()}>(float (&d)[{regs}], const uint32_t (&a)[4], uint64_t descB,
+                                        bool accumulate, {tag}) {{
+  asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+      "{{{accumulators}}}, "
+      "{{{a}}}, %{b}, p, 1, 1, {int(transpose)};\\n}}\\n"
+      : {outputs}
+      : {inputs}, "l"(descB), "r"(int(accumulate)));
+}}
+"""
+
+
 def main():
     output, widths = sys.argv[1], sorted({int(n) for n in sys.argv[2:]})
     for n in widths:
@@ -48,6 +73,7 @@ def main():
         for transpose in (False, True):
             for tag, ptx_type in ELEMENTS.items():
                 parts.append(wrapper(n, transpose, tag, ptx_type))
+                parts.append(register_wrapper(n, transpose, tag, ptx_type))
     parts.append("}  // namespace ffpa::kernels")
     with open(output, "w") as f:
         f.write("\n".join(parts) + "\n")

@@ -16,6 +16,13 @@
 //     bytes into it.
 //   N-major B (V for O = P V, transposed on the fly): rows of 64 n-elements, one per key; 8-key
 //     groups 1024 bytes apart (stride byte offset), blocks of 64 columns `leading` bytes apart.
+// Or A from registers (wgmmaRS): each warp supplies its 16 rows of A[64, 16] as an mma.sync m16k16
+// A fragment, four 16-bit pairs per thread:
+//   a[0] = A[16 * w + group][2 * quad .. +1]      a[1] = A[16 * w + group + 8][2 * quad .. +1]
+//   a[2] = A[16 * w + group][2 * quad + 8 .. +9]  a[3] = A[16 * w + group + 8][2 * quad + 8 .. +9]
+// which is the fp32 accumulator layout above, packed pairwise: accumulators 8 s .. 8 s + 7 of a
+// 64-column tile (its columns 16 s .. 16 s + 15) are the A fragment of the k16 step s of a
+// product that tile is the A operand of (P V with P from the registers of S).
 #pragma once
 
 #include "common/platform.cuh"
@@ -165,6 +172,22 @@ template <int N, bool kTransposeB>
 FFPA_DEVICE void wgmmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate, HalfTag);
 template <int N, bool kTransposeB>
 FFPA_DEVICE void wgmmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate, Bf16Tag);
+
+// D (+)= A B, m64nNk16, A from registers (the fragment above), B from shared memory. Until a
+// wgmmaWait has seen its group complete, the wgmma may still read `a`: its registers must not
+// change before then; a wgmmaFence must stand between their last write and the wgmma.
+template <int N, bool kTransposeB>
+FFPA_DEVICE void wgmmaRS(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t descB, bool accumulate, HalfTag);
+template <int N, bool kTransposeB>
+FFPA_DEVICE void wgmmaRS(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t descB, bool accumulate, Bf16Tag);
+
+// Keeps the compiler from moving writes of a wgmmaRS's A registers `a` above the wgmmaWait that
+// precedes this (or their reads below it).
+template <int N>
+FFPA_DEVICE void wgmmaFenceOperands(uint32_t (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
 
 // --- Registers per thread of a warpgroup (setmaxnreg; the kernel must have a register cap) ------
 

@@ -380,6 +380,34 @@ FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b, int 
   wgmmaCommit();
 }
 
+// The warpgroup's tile `t` (64 x 64 keys), rounded to 16 bits, as the A operand of wgmmaRS: the
+// accumulator layout packed pairwise, k16 step s in a[4 s .. 4 s + 3] (sm90/ptx.cuh).
+constexpr int kTileFragmentRegisters = kTileRegisters / 2;
+template <class Tag>
+FFPA_DEVICE void packTile16(uint32_t (&a)[kTileFragmentRegisters], const float (&t)[kTileRegisters]) {
+  #pragma unroll
+  for (int i = 0; i < kTileFragmentRegisters; ++i) a[i] = packPair(t[2 * i], t[2 * i + 1], Tag());
+}
+
+// issueKeyProduct with A from the registers `a` (packTile16; P for O += P V) instead of shared
+// memory, N up to 256. The wgmma reads `a` until a wgmmaWait has seen the group complete: nothing
+// may write `a` before then (wgmmaFenceOperands(a) after that wait keeps the next packTile16
+// below it).
+template <int N, class Tag>
+FFPA_DEVICE void issueKeyProductFromRegisters(float (&d)[N / 2], uint32_t (&a)[kTileFragmentRegisters], uint32_t b) {
+  static_assert(N % kBlockColumns == 0 && N <= 256, "whole 64-column blocks, one wgmma wide");
+  wgmmaFenceOperands(d);  // the caller's rescaling of d stays before the fence
+  wgmmaFenceOperands(a);  // and its packing of a
+  wgmmaFence();           // ordinary writes of d and a before the wgmma reads them
+  #pragma unroll
+  for (int step = 0; step < kKeys / 16; ++step) {
+    // B: 16 keys = 2048 bytes per step.
+    wgmmaRS<N, true>(d, *reinterpret_cast<const uint32_t(*)[4]>(&a[4 * step]),
+                     matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+  }
+  wgmmaCommit();
+}
+
 template <int N, class Tag>
 FFPA_DEVICE void accumulateKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b) {
   issueKeyProduct<N, Tag>(d, a, b);

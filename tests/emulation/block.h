@@ -35,10 +35,17 @@ struct Wgmma {
   float* d;
   int n;
   bool transposeB;
-  uint64_t descA, descB;
+  uint64_t descA, descB;  // descA unused where A comes from registers
   bool accumulate;
   bool bf16;
   Site site;
+  // A from registers (wgmmaRS): the A fragments of the four lanes of the thread's quad, lane q's
+  // at quadA[4 q ..], as they were at the issue; and the thread's own registers, which must
+  // still hold `ownA` when the group retires (the GPU may read them until then).
+  bool registersA = false;
+  uint32_t quadA[16] = {};
+  const uint32_t* registers = nullptr;
+  uint32_t ownA[4] = {};
 };
 
 // One TMA box copy, performed when a thread waits on its mbarrier.
@@ -98,7 +105,8 @@ enum class Collective {
   MmaF16,
   ShuffleXor,
   VoteAll,
-  VoteAny
+  VoteAny,
+  WgmmaRegisters
 };
 const char* collectiveName(Collective collective);
 
@@ -107,7 +115,7 @@ struct LaneSlot {
   Collective collective;
   Site site;
   uint32_t in[10];
-  uint32_t out[4];
+  uint32_t out[16];
 };
 
 struct Warp {
@@ -191,6 +199,10 @@ std::pair<Block*, uint32_t> clusterTarget(uint32_t address, uint32_t bytes, cons
 // Fails (naming `what`) when every thread of `target`, a block of the calling block's cluster, has
 // exited: on the GPU its shared memory and mbarriers are gone.
 void checkNotExited(const Block& target, const char* what, Site site);
+
+// The warp collective of a wgmmaRS: every lane publishes its four A registers; returns the 16 of
+// the calling lane's quad (lane q of the quad at 4 q), those a wgmma reads for its rows.
+const uint32_t* gatherQuadRegisters(const uint32_t (&a)[4], Site site);
 
 // Makes a waiting thread runnable again, after the threads already queued.
 void release(Block& block, int thread);

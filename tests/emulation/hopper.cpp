@@ -1,5 +1,5 @@
 // The Hopper interface of sm90/ptx.cuh on the emulator: mbarriers, TMA box copies with the
-// 128-byte swizzle, and wgmma from shared-memory descriptors.
+// 128-byte swizzle, and wgmma from shared-memory descriptors or, for A, from registers.
 //
 // The layouts are decoded from the descriptors as the PTX ISA defines them, independently of how
 // the kernels build them: a 128-byte swizzled operand is addressed as
@@ -101,8 +101,22 @@ uint32_t nMajorAddress(const Descriptor& d, int k, int n) {
   return swizzle128(d.start + (n / 64) * d.leading + (n % 64) * 2 + (k / 8) * d.stride + (k % 8) * 128);
 }
 
+// Element [row of the thread's quad: `half` 0 or 1 for group, group + 8][k] of a wgmmaRS's A, from
+// the quad's registers as gathered at the issue (the layout in sm90/ptx.cuh).
+double registerElement(const Wgmma& op, int half, int k) {
+  const int lane = (k % 8) / 2, word = half + (k >= 8 ? 2 : 0);
+  using namespace ffpa::kernels;
+  const uint32_t bits = op.quadA[4 * lane + word];
+  const float2 pair = op.bf16 ? unpackPair(bits, Bf16Tag{}) : unpackPair(bits, HalfTag{});
+  return k % 2 == 0 ? pair.x : pair.y;
+}
+
 void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
-  const Descriptor a = decode(op.descA, "A", op.site);
+  if (op.registersA && std::memcmp(op.registers, op.ownA, sizeof op.ownA) != 0) {
+    fail("the A registers of a wgmma changed before a wgmmaWait retired it (the GPU may read them until then)",
+         op.site);
+  }
+  const Descriptor a = op.registersA ? Descriptor{} : decode(op.descA, "A", op.site);
   const Descriptor b = decode(op.descB, "B", op.site);
   const int inGroup = thread.index % 128, warp = inGroup / 32, group = inGroup % 32 / 4, quad = inGroup % 4;
   for (int j = 0; j < op.n / 8; ++j) {
@@ -112,7 +126,8 @@ void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
         float& out = op.d[4 * j + 2 * half + e];
         double sum = op.accumulate ? out : 0.0;
         for (int k = 0; k < 16; ++k) {
-          const double x = sharedElement(block, thread, kMajorAddress(a, row, k), op.bf16, "A", op.site);
+          const double x = op.registersA ? registerElement(op, half, k)
+                                         : sharedElement(block, thread, kMajorAddress(a, row, k), op.bf16, "A", op.site);
           const uint32_t bAddress = op.transposeB ? nMajorAddress(b, k, col) : kMajorAddress(b, col, k);
           sum += x * sharedElement(block, thread, bAddress, op.bf16, "B", op.site);
         }
@@ -166,15 +181,36 @@ void arriveOnce(Block& block, uint32_t barrier, Site site) {
 
 }  // namespace
 
-void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
-                Site site) {
-  Block& block = currentBlock();
+namespace {
+
+void checkWarpgroups(Site site) {
+  const Block& block = currentBlock();
   if (block.config.blockThreads % 128 != 0) {
     fail("wgmma in a block of " + std::to_string(block.config.blockThreads) +
              " threads: warpgroups need whole groups of 4 warps",
          site);
   }
+}
+
+}  // namespace
+
+void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
+                Site site) {
+  checkWarpgroups(site);
   currentThread().openWgmma.push_back({d, n, transposeB, descA, descB, accumulate, bf16, site});
+}
+
+void issueWgmmaRegisters(float* d, int n, bool transposeB, const uint32_t (&a)[4], uint64_t descB, bool accumulate,
+                         bool bf16, Site site) {
+  checkWarpgroups(site);
+  // The warp's lanes issue it together (.sync.aligned), each handing in its fragment.
+  const uint32_t* quad = gatherQuadRegisters(a, site);
+  Wgmma op{d, n, transposeB, 0, descB, accumulate, bf16, site};
+  op.registersA = true;
+  std::memcpy(op.quadA, quad, sizeof op.quadA);
+  op.registers = a;
+  std::memcpy(op.ownA, a, sizeof op.ownA);
+  currentThread().openWgmma.push_back(op);
 }
 
 void retireWgmmaGroups(int pending, Site site) {

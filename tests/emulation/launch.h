@@ -76,8 +76,8 @@ inline Config clustered(Config config, int blocks) {
 }
 
 // A kernel bug found by the emulator:
-//   - a warp collective (ldmatrix, mma, shuffle) by a partial warp, or by lanes at different
-//     operations or call sites;
+//   - a warp collective (ldmatrix, mma, shuffle, wgmma from registers) by a partial warp, or by
+//     lanes at different operations or call sites;
 //   - a shared address outside the block's dynamic shared memory, or not 16-byte aligned, for
 //     ldmatrix rows and cp.async destinations; sharedAddress() of a pointer outside it;
 //   - a cp.async source (when valid) or a global store outside the registered buffers, or
@@ -88,6 +88,7 @@ inline Config clustered(Config config, int blocks) {
 //     never complete; a deadlock is reported with what every thread waits for (in every block of
 //     the cluster);
 //   - a cluster address that names no block of the cluster or lies outside its shared memory;
+//   - a wgmma whose A registers change before the wgmmaWait that retires it;
 //   - an exception thrown by the kernel.
 class KernelError : public std::runtime_error {
  public:

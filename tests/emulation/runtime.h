@@ -57,6 +57,9 @@ void retireCopyGroups(int pending);
 void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
                 Site site);
 void retireWgmmaGroups(int pending, Site site);
+// wgmmaRS: the same with A from the registers `a` (gathered from the warp's lanes at the issue).
+void issueWgmmaRegisters(float* d, int n, bool transposeB, const uint32_t (&a)[4], uint64_t descB, bool accumulate,
+                         bool bf16, Site site);
 
 }  // namespace ffpa::emulation
 
@@ -183,6 +186,8 @@ void wgmmaWait(emulation::Site site = emulation::Site::here()) {
 }
 template <int N>
 void wgmmaFenceOperands(float (&)[N]) {}
+template <int N>
+void wgmmaFenceOperands(uint32_t (&)[N]) {}
 template <int N, bool kTransposeB>
 void wgmmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate, HalfTag,
              emulation::Site site = emulation::Site::here()) {
@@ -194,6 +199,20 @@ void wgmmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate,
              emulation::Site site = emulation::Site::here()) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N: a multiple of 8 in 8..256");
   emulation::issueWgmma(d, N, kTransposeB, descA, descB, accumulate, true, site);
+}
+// A from registers: the call's `a` must be the kernel's own registers (an lvalue that lives until
+// the group retires), which the retirement checks are unchanged.
+template <int N, bool kTransposeB>
+void wgmmaRS(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t descB, bool accumulate, HalfTag,
+             emulation::Site site = emulation::Site::here()) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N: a multiple of 8 in 8..256");
+  emulation::issueWgmmaRegisters(d, N, kTransposeB, a, descB, accumulate, false, site);
+}
+template <int N, bool kTransposeB>
+void wgmmaRS(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t descB, bool accumulate, Bf16Tag,
+             emulation::Site site = emulation::Site::here()) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N: a multiple of 8 in 8..256");
+  emulation::issueWgmmaRegisters(d, N, kTransposeB, a, descB, accumulate, true, site);
 }
 template <int Registers>
 void increaseRegisters() {

@@ -210,9 +210,10 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
   // 128 rows per CTA, 64 per consumer, each with all of O's columns; K and V in rings of two.
   // d_v up to 64 (16, 48: most of the block past d_v) on the 64 instance, which only this
   // arrangement has; d_qk != d_v both ways; both dtypes, layouts, LSE or none.
-  // d_qk 320 and 448: one K buffer (S(j + 1) loads into the buffer S(j) read).
-  const int dims[][2] = {{64, 64},   {32, 48},   {16, 16},  {96, 64},  {128, 128},
-                         {64, 192},  {256, 256}, {224, 240}, {320, 256}, {448, 64}};
+  // d_qk 448 and 512: one K buffer (S(j + 1) loads into the buffer S(j) read); 512 with d_v 64
+  // is the largest d_qk shared memory holds.
+  const int dims[][2] = {{64, 64},   {32, 48},   {16, 16},   {96, 64},  {128, 128}, {64, 192},
+                         {256, 256}, {224, 240}, {320, 256}, {448, 64}, {512, 64}};
   int index = 0;
   for (const auto& dim : dims) {
     AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 190, 1500);

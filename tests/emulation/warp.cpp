@@ -1,4 +1,4 @@
-// The warp collectives: ldmatrix, mma.sync and shfl.sync. Each lane publishes its operands in its
+// The warp collectives: ldmatrix, mma.sync, shfl.sync and the A registers of wgmmaRS. Each lane publishes its operands in its
 // slot and waits; the last lane to arrive checks that all 32 reached the same operation at the
 // same call site, computes every lane's results from all the operands, and releases the others.
 #include "emulation/block.h"
@@ -136,6 +136,14 @@ void vote(Warp& warp, bool all) {
   for (LaneSlot& slot : warp.slots) slot.out[0] = result;
 }
 
+// Each lane receives the A registers of the four lanes of its quad (those of its rows).
+void gatherQuads(Warp& warp) {
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    const int first = lane - lane % 4;
+    for (int q = 0; q < 4; ++q) std::memcpy(&warp.slots[lane].out[4 * q], warp.slots[first + q].in, 16);
+  }
+}
+
 // Runs one collective for the calling lane: `in` holds its operands; returns its results.
 const uint32_t* collective(Collective kind, const uint32_t* in, int words, Site site) {
   Block& block = currentBlock();
@@ -167,6 +175,7 @@ const uint32_t* collective(Collective kind, const uint32_t* in, int words, Site 
     case Collective::ShuffleXor: shuffle(warp); break;
     case Collective::VoteAll: vote(warp, true); break;
     case Collective::VoteAny: vote(warp, false); break;
+    case Collective::WgmmaRegisters: gatherQuads(warp); break;
   }
   const int first = thread - thread % kWarpSize;
   for (int lane = 0; lane < kWarpSize; ++lane) {
@@ -192,6 +201,10 @@ void multiplyF32(Collective kind, float (&d)[4], const uint32_t (&a)[4], const u
 
 }  // namespace
 
+const uint32_t* gatherQuadRegisters(const uint32_t (&a)[4], Site site) {
+  return collective(Collective::WgmmaRegisters, a, 4, site);
+}
+
 const char* collectiveName(Collective collective) {
   switch (collective) {
     case Collective::LoadMatrixX4: return "loadMatrixX4";
@@ -203,6 +216,7 @@ const char* collectiveName(Collective collective) {
     case Collective::ShuffleXor: return "shuffleXor";
     case Collective::VoteAll: return "warpAll";
     case Collective::VoteAny: return "warpAny";
+    case Collective::WgmmaRegisters: return "wgmmaRS";
   }
   return "?";
 }

@@ -97,9 +97,10 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
       {FFPA_DATA_TYPE_FLOAT16, 256, 256, "sm90.forward.f16.d256.row_split"},
       {FFPA_DATA_TYPE_FLOAT16, 64, 64, "sm90.forward.f16.d64.row_split"},
       {FFPA_DATA_TYPE_BFLOAT16, 32, 48, "sm90.forward.bf16.d64.row_split"},
-      // d_qk 384 leaves the row split one K buffer: the split of the columns by default, unless
-      // d_v is 64 or less (the row split alone serves it).
-      {FFPA_DATA_TYPE_FLOAT16, 384, 128, "sm90.forward.f16.d128"},
+      // d_qk 448 leaves the row split one K buffer (384 two, with P in registers): the split of the
+      // columns by default, unless d_v is 64 or less (the row split alone serves it).
+      {FFPA_DATA_TYPE_FLOAT16, 384, 128, "sm90.forward.f16.d128.row_split"},
+      {FFPA_DATA_TYPE_FLOAT16, 448, 128, "sm90.forward.f16.d128"},
       {FFPA_DATA_TYPE_FLOAT16, 448, 64, "sm90.forward.f16.d64.row_split"},
   };
   for (const Case& c : cases) {
@@ -141,15 +142,18 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
   const Problem p896(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 896, 896);
   CHECK_HAS(describeForward(h, p896).config, "cluster=2 columns=128+320 split=skewed");
   // The row split: 128 rows per CTA, two K buffers where they fit (d_qk 256 with d_v 64 does, 448
-  // does not).
+  // does not), no P blocks.
   const Problem p128(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
   CHECK_HAS(describeForward(h, p128).config,
             "Br=128 Bc=64 warpgroups=1+2 threads=384 d_v<=128 cluster=1 rows=64+64 columns=128 k_buffers=2 v_buffers=2 "
-            "smem=132232 ");
+            "smem=99464 ");
   const Problem wide(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 64);
   CHECK_HAS(describeForward(h, wide).config, "columns=64 k_buffers=2 ");
   const Problem wider(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 448, 64);
   CHECK_HAS(describeForward(h, wider).config, "columns=64 k_buffers=1 ");
+  // P stays in the consumers' registers: two Q tiles, one K and two V buffers of d_qk 512 fit.
+  const Problem widest(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 512, 64);
+  CHECK_HAS(describeForward(h, widest).config, "columns=64 k_buffers=1 ");
   // With attention slices, or K and V shared, the split of the columns below 320 too; the splits
   // agree there (a block or two each; 192: consumer 1 the larger half), none named.
   Handle sharing(describedH100());
@@ -176,7 +180,7 @@ TEST_CASE("outside its domain the sm90 forward gives way to the mma.sync kernels
   const Case cases[] = {
       {640, 512, "d_qk = 640 is not a multiple of 16 up to 576 (with d_v = 512)"},
       {1024, 48,
-       "d_v = 48 is outside the sm90 forward's 65..1024; the row split needs 443528 bytes of shared memory at d_qk = "
+       "d_v = 48 is outside the sm90 forward's 65..1024; the row split needs 410760 bytes of shared memory at d_qk = "
        "1024"},
   };
   for (const Case& c : cases) {

@@ -126,8 +126,9 @@ void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
         float& out = op.d[4 * j + 2 * half + e];
         double sum = op.accumulate ? out : 0.0;
         for (int k = 0; k < 16; ++k) {
-          const double x = op.registersA ? registerElement(op, half, k)
-                                         : sharedElement(block, thread, kMajorAddress(a, row, k), op.bf16, "A", op.site);
+          const double x = op.registersA
+                               ? registerElement(op, half, k)
+                               : sharedElement(block, thread, kMajorAddress(a, row, k), op.bf16, "A", op.site);
           const uint32_t bAddress = op.transposeB ? nMajorAddress(b, k, col) : kMajorAddress(b, col, k);
           sum += x * sharedElement(block, thread, bAddress, op.bf16, "B", op.site);
         }

@@ -1,6 +1,7 @@
-// The warp collectives: ldmatrix, mma.sync, shfl.sync and the A registers of wgmmaRS. Each lane publishes its operands in its
-// slot and waits; the last lane to arrive checks that all 32 reached the same operation at the
-// same call site, computes every lane's results from all the operands, and releases the others.
+// The warp collectives: ldmatrix, mma.sync, shfl.sync and the A registers of wgmmaRS. Each lane
+// publishes its operands in its slot and waits; the last lane to arrive checks that all 32
+// reached the same operation at the same call site, computes every lane's results from all the
+// operands, and releases the others.
 #include "emulation/block.h"
 
 #include <cstring>

@@ -123,6 +123,13 @@ FFPA_DEVICE void rolesBarrier(int id, int threads) {
   asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// An arrival on barrier `id` of `threads` threads that does not wait for the phase to complete
+// (barrier.arrive, unaligned): hands a turn to warps that wait there with rolesBarrier, the
+// arrivals and the waits adding up to `threads`.
+FFPA_DEVICE void rolesArrive(int id, int threads) {
+  asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 FFPA_DEVICE void blockBarrier() { __syncthreads(); }
 
 // 2^x by the special-function unit (ex2.approx.ftz: relative error ~2^-22; 2^-inf = 0).

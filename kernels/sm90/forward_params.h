@@ -71,9 +71,11 @@ constexpr int kMaxForwardHeadDimV = 1024;
 
 // The row split (forward_row_split_kernel.cuh; no attention slices, no K and V sharing): a CTA of
 // 128 rows, each consumer 64 of them with all of O's columns, d_v up to 256 (128 fp32 registers),
-// any multiple of 16 from 16 on (the 64 instance serves 16..64).
+// any multiple of 16 from 16 on (the 64 instance serves 16..64). Consumer w waits for its turn
+// to issue its products (ForwardArguments::pingpong) at named barrier kRowSplitTurnBarrierId + w.
 constexpr int kRowSplitRows = 2 * kRows;
 constexpr int kRowSplitMaxHeadDimV = 256;
+constexpr int kRowSplitTurnBarrierId = 2;
 
 // The largest d_qk: what 227 KiB of Q, K, V and P tiles hold (576 / 512 is the absorbed-MLA
 // shape), and with two CTAs each keeping half of d_qk, the library's 1024.
@@ -194,6 +196,10 @@ struct ForwardArguments : ProblemSizes {
   // (and in a cluster the partial's round trip) instead of beside S(j + 1) (the "overlap" launch
   // parameter; 0 in the kernels that share K and V).
   int32_t overlap;
+  // The row split: 1 (the default) makes the consumers take turns issuing a tile's products
+  // (FlashAttention-3's ping-pong), so that one's softmax runs while the other's products have
+  // the tensor cores (the "pingpong" launch parameter; 0 in the other kernels).
+  int32_t pingpong;
   SlicedTiles sliced;  // the queries' tiles
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.

@@ -117,6 +117,14 @@ struct RowSplitForwardKernel {
       softmaxOf(0, factor);
       packTile16<Tag>(probabilities, score);
     }
+    // p.pingpong: the consumers take turns issuing their products, consumer 0 first: consumer 0
+    // issues tile j's once consumer 1 has issued tile j - 1's, consumer 1 tile j's once consumer
+    // 0 has issued them (a wait at its own turn barrier, which the other's arrival after its
+    // issue completes; no arrival is left over after the last tile). The tensor cores then run
+    // one consumer's products while the other runs its softmax, instead of both softmaxes at
+    // once on the same schedulers while the tensor cores idle.
+    const bool turns = p.pingpong != 0;
+    const int myTurn = kRowSplitTurnBarrierId + consumer, otherTurn = kRowSplitTurnBarrierId + 1 - consumer;
     // Tile j: S(j + 1) and O += P(j) V(j) issued together; the softmax of j + 1 under P V(j) on
     // the tensor cores (the tensor cores run one while the warpgroup computes the other), its P
     // packed once P V(j) no longer reads the registers of P(j). After the last tile the group of
@@ -126,10 +134,12 @@ struct RowSplitForwardKernel {
       const bool next = tile + 1 < at.tiles;
       const int kSlot = keyRing.slot(tile + 1);
       if (next) mbarrierWait(s.barrier(kKFull0 + kSlot), keyRing.use(tile + 1) & 1);
-      issueScoreProduct<Tag, true>(score, q, s.k + kSlot * p.kBufferBytes, next ? at.qk.count : 0);
       const int vSlot = valueRing.slot(tile);
       mbarrierWait(s.barrier(kVFull0 + vSlot), valueRing.use(tile) & 1);
+      if (turns && (consumer == 1 || tile > 0)) rolesBarrier(myTurn, 256);
+      issueScoreProduct<Tag, true>(score, q, s.k + kSlot * p.kBufferBytes, next ? at.qk.count : 0);
       issueKeyProductFromRegisters<kHeadDimV, Tag>(o, probabilities, s.v + vSlot * p.vBufferBytes);
+      if (turns && (consumer == 0 || next)) rolesArrive(otherTurn, 256);
       wgmmaWait<1>();  // groups complete in order: S(j + 1) is done, P V(j) may run on
       wgmmaFenceOperands(score);
       float factor[2] = {1.0f, 1.0f};

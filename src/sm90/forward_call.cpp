@@ -118,7 +118,7 @@ bool rowSplitByDefault(const AttentionProblem& p) {
 }
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated, int kvSharing, int overlap, bool rowSplit) {
+                                int exp2Emulated, int kvSharing, int overlap, bool rowSplit, int pingpong) {
   ForwardCall call{};
   ForwardArguments& a = call.arguments;
   a.o = tensors.out;
@@ -133,6 +133,8 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   require(overlap == 0 || overlapApplies(p, kvSharing), FFPA_STATUS_INTERNAL_ERROR,
           "the sm90 forward overlaps its consumers only in a kernel that shares no K and V");
   a.overlap = overlap;
+  require(pingpong == 0 || rowSplit, FFPA_STATUS_INTERNAL_ERROR, "only the sm90 forward's row split takes turns");
+  a.pingpong = pingpong;
   // The kernel that shares K and V walks the keys from 0: it serves no slices (kvSharingFor).
   require(kvSharing == 1 || p.slices == nullptr, FFPA_STATUS_INTERNAL_ERROR,
           "the sm90 forward shares K and V between row tiles only without attention slices");

@@ -68,8 +68,10 @@ bool overlapApplies(const AttentionProblem& problem, int kvSharing);
 // The arguments of one call. Pointers are used as they are (device pointers, or host pointers on
 // the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8); `kvSharing`: kvSharingFor();
 // `overlap`: ForwardArguments::overlap (0 where overlapApplies is false); `rowSplit`: the row
-// split's kernel (rowSplitRefusal empty; kvSharing 1 and overlap 0), else the split of the columns.
+// split's kernel (rowSplitRefusal empty; kvSharing 1 and overlap 0), else the split of the columns;
+// `pingpong`: ForwardArguments::pingpong (the row split's only).
 ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated = 0, int kvSharing = 1, int overlap = 0, bool rowSplit = false);
+                                int exp2Emulated = 0, int kvSharing = 1, int overlap = 0, bool rowSplit = false,
+                                int pingpong = 0);
 
 }  // namespace ffpa::sm90

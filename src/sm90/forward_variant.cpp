@@ -53,12 +53,12 @@ static_assert(alignof(ForwardParams) % 64 == 0, "CUtensorMap parameters must be 
 
 class ForwardPlan final : public PlanPayload {
  public:
-  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated, int overlap)
-      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated), overlap_(overlap) {}
+  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated, int overlap, int pingpong)
+      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated), overlap_(overlap), pingpong_(pingpong) {}
 
   void launch(const LaunchArgs& args) const override {
     const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_,
-                                                 instance_.kvSharing, overlap_, instance_.rowSplit);
+                                                 instance_.kvSharing, overlap_, instance_.rowSplit, pingpong_);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -75,6 +75,7 @@ class ForwardPlan final : public PlanPayload {
   bool gridDnhb_;
   int exp2Emulated_;
   int overlap_;
+  int pingpong_;
 };
 
 // The instance's launch choices: whether two row tiles share K and V (kvSharingFor; the caller's
@@ -87,6 +88,7 @@ struct LaunchChoice {
   int split;
   int overlap;  // ForwardArguments::overlap, where overlapApplies
   bool rowSplit;
+  int pingpong;  // ForwardArguments::pingpong, the row split's
 };
 
 // Where the problem has both arrangements (d_v 65..256 without slices), the row split is the
@@ -104,6 +106,8 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   // The consumers overlap by default: by the count of kernels.rst, consumer 1's P V under the
   // softmax takes about a sixth off a tile at d_v 512.
   int overlap = 1;
+  // The row split's consumers take turns by default, as FlashAttention-3's (kernels.rst).
+  int pingpong = 1;
   // Every problem has a choice (the overlap, at least), so a launch config always applies; what
   // is no choice for the problem is reset below.
   const bool sharable = kvSharingFor(problem, true) > 1;
@@ -112,15 +116,16 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
       {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
        {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
        {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }},
-       {"row_split", 0, 1, 1, std::nullopt, [&](int64_t value) { rowSplit = int(value); }}},
+       {"row_split", 0, 1, 1, std::nullopt, [&](int64_t value) { rowSplit = int(value); }},
+       {"pingpong", 0, 1, 1, std::nullopt, [&](int64_t value) { pingpong = int(value); }}},
       notes);
   // K and V sharing, where asked for (the knob or a tuned config), is the split of the columns'.
   const bool sharing = sharable && multicast && columnsServe;
-  if (rowSplitServes && (rowSplit != 0 || !columnsServe) && !sharing) return {1, kEvenSplit, 0, true};
+  if (rowSplitServes && (rowSplit != 0 || !columnsServe) && !sharing) return {1, kEvenSplit, 0, true, pingpong};
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
   if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
   if (!overlapApplies(problem, kvSharing)) overlap = 0;
-  return {kvSharing, split, overlap, false};
+  return {kvSharing, split, overlap, false, 0};
 }
 
 // What the planner decided, or why not.
@@ -128,6 +133,7 @@ struct Resolution {
   Support support;
   const ForwardInstance* instance = nullptr;
   int overlap = 0;
+  int pingpong = 0;
   bool gridDnhb = false;
   std::string notes;  // adaptations of knobs left at their defaults
 };
@@ -155,6 +161,7 @@ Resolution resolve(const PlanRequest& r) {
   const LaunchChoice choice = launchChoiceOf(r, d.notes);
   d.instance = findInstance(problem, choice.kvSharing, choice.split, choice.rowSplit);
   d.overlap = choice.overlap;
+  d.pingpong = choice.pingpong;
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
   const uint32_t shared = forwardLayoutFor(problem, choice.rowSplit).sharedBytes;
@@ -176,14 +183,17 @@ Support supports(const PlanRequest& r) { return resolve(r).support; }
 // Runtime autotune's search space: for the kernel that does not share K and V, each split of
 // the columns where the split is a choice, each with and without the consumers' overlap; where
 // sharing applies, also the kernel that shares them (which splits evenly and does not overlap);
-// where the row split serves too, it besides them. Empty where nothing applies (the row split
-// alone: d_v up to 64): nothing to tune.
+// where the row split serves too, it besides them, with and without its consumers' turns (where
+// it alone serves, d_v up to 64, only those).
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const bool rowSplit = rowSplitRefusal(r.problem).empty();
-  if (rowSplit && !forwardRefusal(r.problem).empty()) return {};
+  if (rowSplit && !forwardRefusal(r.problem).empty()) return {{{"pingpong", 1}}, {{"pingpong", 0}}};
   const bool sharing = kvSharingFor(r.problem, true) > 1;
   std::vector<tuning::LaunchConfig> all;
-  if (rowSplit) all.push_back({{"row_split", 1}});
+  if (rowSplit) {
+    all.push_back({{"row_split", 1}, {"pingpong", 1}});
+    all.push_back({{"row_split", 1}, {"pingpong", 0}});
+  }
   const std::vector<int> splits =
       splitTunable(r.problem, 1) ? std::vector<int>{kEvenSplit, kSkewedSplit} : std::vector<int>{-1};
   const std::vector<int> overlaps = overlapApplies(r.problem, 1) ? std::vector<int>{0, 1} : std::vector<int>{-1};
@@ -211,14 +221,14 @@ Plan plan(const PlanRequest& r) {
   }
   Plan plan;
   plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split, instance.rowSplit);
-  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap);
+  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap, d.pingpong);
   const std::string grid = cat(" grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated,
                                "/8", d.notes);
   if (instance.rowSplit) {
     const ForwardArguments layout = forwardLayoutFor(r.problem, true);
     plan.config = cat("Br=", kRowSplitRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
                       " d_v<=", instance.headDimV, " cluster=1 rows=", kRows, "+", kRows, " columns=", instance.headDimV,
-                      " k_buffers=", layout.kBuffers, " v_buffers=2 smem=", layout.sharedBytes,
+                      " pingpong=", d.pingpong, " k_buffers=", layout.kBuffers, " v_buffers=2 smem=", layout.sharedBytes,
                       " tma=64x64 swizzle=128B wgmma=m64n64k16", grid);
     return plan;
   }

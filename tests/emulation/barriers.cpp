@@ -1,5 +1,6 @@
 // bar.sync: namedBarrier(id, threads) and blockBarrier() (barrier 0 for the whole block), both
-// aligned; barrier.sync: rolesBarrier(id, threads), the unaligned form.
+// aligned; barrier.sync: rolesBarrier(id, threads), the unaligned form; barrier.arrive:
+// rolesArrive(id, threads), an arrival that does not wait.
 #include "emulation/block.h"
 
 #include <algorithm>
@@ -10,7 +11,7 @@ namespace {
 
 bool sameSite(Site a, Site b) { return a.line == b.line && std::strcmp(a.file, b.file) == 0; }
 
-void arrive(int id, int threads, bool aligned, Site site) {
+void arrive(int id, int threads, bool aligned, bool waits, Site site) {
   Block& block = currentBlock();
   const int thread = currentThread().index;
   const int blockThreads = block.config.blockThreads;
@@ -30,7 +31,7 @@ void arrive(int id, int threads, bool aligned, Site site) {
   }
   if (barrier.expected != threads) {
     fail("barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads, while " +
-             std::to_string(barrier.waiting.size()) + " threads wait at it for " +
+             std::to_string(barrier.waiting.size() + barrier.arrivals) + " threads arrived at it for " +
              std::to_string(barrier.expected),
          site);
   }
@@ -45,8 +46,19 @@ void arrive(int id, int threads, bool aligned, Site site) {
              "barrier.sync, for warps that meet from different code)",
          site);
   }
-  barrier.laneMasks[thread / kWarpSize] |= 1u << (thread % kWarpSize);
-  if (static_cast<int>(barrier.waiting.size()) + 1 < threads) {
+  const uint32_t bit = 1u << (thread % kWarpSize);
+  if (barrier.laneMasks[thread / kWarpSize] & bit) {
+    // Only an arrival that does not wait can come back within one phase.
+    fail("barrier " + std::to_string(id) + " reached twice by this thread in one phase (an arrival without a wait "
+             "runs ahead of the threads that wait there)",
+         site);
+  }
+  barrier.laneMasks[thread / kWarpSize] |= bit;
+  if (static_cast<int>(barrier.waiting.size()) + barrier.arrivals + 1 < threads) {
+    if (!waits) {
+      ++barrier.arrivals;
+      return;
+    }
     barrier.waiting.push_back(thread);
     currentThread().barrier = id;
     wait(Waiting::Barrier, site);
@@ -73,6 +85,7 @@ void arrive(int id, int threads, bool aligned, Site site) {
   std::vector<int> waiting = std::move(barrier.waiting);
   std::sort(waiting.begin(), waiting.end());
   barrier.expected = 0;
+  barrier.arrivals = 0;
   barrier.waiting.clear();
   std::fill(barrier.laneMasks.begin(), barrier.laneMasks.end(), 0u);
   for (int other : waiting) release(block, other);
@@ -86,11 +99,11 @@ inline namespace emulated {
 
 namespace {
 
-void arriveCounted(const char* what, int id, int threads, bool aligned, emulation::Site site) {
+void arriveCounted(const char* what, int id, int threads, bool aligned, emulation::Site site, bool waits = true) {
   if (threads % emulation::kWarpSize != 0) {
     emulation::fail(std::string(what) + " for " + std::to_string(threads) + " threads, not a multiple of 32", site);
   }
-  emulation::arrive(id, threads, aligned, site);
+  emulation::arrive(id, threads, aligned, waits, site);
 }
 
 }  // namespace
@@ -103,8 +116,12 @@ void rolesBarrier(int id, int threads, emulation::Site site) {
   arriveCounted("rolesBarrier", id, threads, false, site);
 }
 
+void rolesArrive(int id, int threads, emulation::Site site) {
+  arriveCounted("rolesArrive", id, threads, false, site, false);
+}
+
 void blockBarrier(emulation::Site site) {
-  emulation::arrive(0, emulation::currentBlock().config.blockThreads, true, site);
+  emulation::arrive(0, emulation::currentBlock().config.blockThreads, true, true, site);
 }
 
 }  // namespace emulated

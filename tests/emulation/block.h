@@ -93,6 +93,9 @@ struct ThreadState {
   std::map<uint32_t, int64_t> observedPhases;  // per mbarrier: completed phases this thread saw
   std::vector<Wgmma> openWgmma;
   std::deque<std::vector<Wgmma>> committedWgmma;  // oldest first
+  // A wgmmaFence since the thread's last wgmmaWait (or its start): a wgmma reads registers that
+  // ordinary instructions may have written since (accumulators, A), which needs one between.
+  bool wgmmaFenced = false;
 };
 
 // The warp collectives, which every lane of a warp must reach together.
@@ -126,7 +129,8 @@ struct Warp {
 
 struct Barrier {
   int expected = 0;                 // thread count of the phase in progress; 0 when no thread waits
-  std::vector<int> waiting;         // threads that arrived in this phase, the last one excepted
+  std::vector<int> waiting;         // threads that arrived in this phase to wait, the last one excepted
+  int arrivals = 0;                 // threads that arrived in this phase without waiting (barrier.arrive)
   std::vector<uint32_t> laneMasks;  // per warp: the lanes that arrived in this phase
   // The first arrival of the phase in progress: its call site, and whether it was aligned
   // (bar.sync, namedBarrier) rather than barrier.sync (rolesBarrier).

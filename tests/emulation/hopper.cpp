@@ -185,6 +185,11 @@ void arriveOnce(Block& block, uint32_t barrier, Site site) {
 namespace {
 
 void checkWarpgroups(Site site) {
+  if (!currentThread().wgmmaFenced) {
+    fail("wgmma without a wgmmaFence since the thread's last wgmmaWait (the registers it reads may have been written "
+         "by ordinary instructions since)",
+         site);
+  }
   const Block& block = currentBlock();
   if (block.config.blockThreads % 128 != 0) {
     fail("wgmma in a block of " + std::to_string(block.config.blockThreads) +
@@ -218,6 +223,7 @@ void retireWgmmaGroups(int pending, Site site) {
   Block& block = currentBlock();
   ThreadState& thread = currentThread();
   if (!thread.openWgmma.empty()) fail("wgmmaWait with wgmma issued but not committed", site);
+  thread.wgmmaFenced = false;
   if (thread.committedWgmma.size() > static_cast<std::size_t>(pending)) yieldPoint(site);
   while (thread.committedWgmma.size() > static_cast<std::size_t>(pending)) {
     for (const Wgmma& op : thread.committedWgmma.front()) runWgmma(block, thread, op);
@@ -246,7 +252,7 @@ void mbarrierInit(uint32_t barrier, int arrivals, emulation::Site site) {
 
 void fenceBarrierInit() {}
 void fenceProxyAsync() {}
-void wgmmaFence() {}
+void wgmmaFence() { emulation::currentThread().wgmmaFenced = true; }
 
 // No yield point after an arrival with expect_tx: its copies follow at once (see mbarrierWait).
 void mbarrierArriveExpectTx(uint32_t barrier, uint32_t bytes, emulation::Site site) {

@@ -132,6 +132,7 @@ bool warpAny(bool predicate, emulation::Site site = emulation::Site::here());
 
 void namedBarrier(int id, int threads, emulation::Site site = emulation::Site::here());
 void rolesBarrier(int id, int threads, emulation::Site site = emulation::Site::here());
+void rolesArrive(int id, int threads, emulation::Site site = emulation::Site::here());
 void blockBarrier(emulation::Site site = emulation::Site::here());
 
 // Computed in double and rounded to fp32 (more accurate than the hardware's ~2^-22), with the
@@ -176,7 +177,10 @@ void clusterSync(emulation::Site site = emulation::Site::here());
 
 // wgmma: each thread computes its own accumulators (in double, rounded once to fp32) when its
 // group is retired, from the shared memory of that moment; until then its accumulators keep their
-// old values, as reading them before wgmmaWait would give on the GPU (undefined there).
+// old values, as reading them before wgmmaWait would give on the GPU (undefined there). A wgmma
+// needs a wgmmaFence since the thread's last wgmmaWait (stricter than the PTX ISA, which asks for
+// one between an ordinary access of the registers a wgmma uses and that wgmma), and no thread
+// may exit with one in flight.
 void wgmmaFence();
 void wgmmaCommit();
 template <int Pending>
@@ -214,6 +218,9 @@ void wgmmaRS(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t descB, bool acc
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N: a multiple of 8 in 8..256");
   emulation::issueWgmmaRegisters(d, N, kTransposeB, a, descB, accumulate, true, site);
 }
+// The wgmma reads `a` until its group retires: a temporary would be gone by then.
+template <int N, bool kTransposeB, class Tag>
+void wgmmaRS(float (&d)[N / 2], const uint32_t (&&a)[4], uint64_t descB, bool accumulate, Tag) = delete;
 template <int Registers>
 void increaseRegisters() {
   static_assert(Registers % 8 == 0 && Registers >= 24 && Registers <= 256, "setmaxnreg: 24..256, step 8");

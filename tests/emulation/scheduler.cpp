@@ -53,6 +53,12 @@ void threadMain(void* argument) {
   try {
     if (!block.aborted) {
       block.body();
+      // wgmma still in flight when the thread exits: its accumulators are never read, and its
+      // reads of shared memory may outlive the block.
+      for (const auto& group : thread.committedWgmma) {
+        if (!group.empty()) fail("the thread exits with a wgmma that no wgmmaWait retired", group.front().site);
+      }
+      if (!thread.openWgmma.empty()) fail("the thread exits with a wgmma never committed", thread.openWgmma.front().site);
       for (const auto& group : thread.committedGroups) retire(block, group);
       retire(block, thread.openGroup);
     }
@@ -255,7 +261,21 @@ void runCluster(Cluster& cluster, Dim3 index) {
         if (!thread->exited) block->ready.push_back(thread->index);
       }
     }
-    if (!running) break;
+    if (!running) {
+      // Arrivals that no phase completed: a barrier.arrive with nobody left to wait for it (the
+      // turns of the threads that meet there do not add up).
+      for (const auto& block : blocks) {
+        for (int id = 0; id < kBarriers && !block->aborted; ++id) {
+          if (block->barriers[id].arrivals > 0) {
+            block->aborted = true;
+            block->error = blockName(*block) + ": barrier " + std::to_string(id) + " left with " +
+                           std::to_string(block->barriers[id].arrivals) +
+                           " arrivals (rolesArrive) of a phase that never completed";
+          }
+        }
+      }
+      break;
+    }
   }
 }
 

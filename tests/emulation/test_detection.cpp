@@ -191,7 +191,7 @@ TEST_CASE("barriers: invalid uses and deadlocks") {
   CHECK_THROWS_WITH_AS(launch({{}, 64}, [] { namedBarrier(1, 96); }),
                        Contains("96 threads in a block of 64"), KernelError);
   CHECK_THROWS_WITH_AS(launch({{}, 64}, [] { namedBarrier(1, threadIndex() < 32 ? 64 : 32); }),
-                       Contains("while 32 threads wait at it for 64"), KernelError);
+                       Contains("while 32 threads arrived at it for 64"), KernelError);
   // Only warp 0 reaches a barrier for two warps.
   CHECK_THROWS_WITH_AS(launch({{}, 64},
                               [] {

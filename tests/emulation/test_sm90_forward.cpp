@@ -99,9 +99,10 @@ void launchRowSplit(int headDimV, const ffpa::emulation::Config& config, const f
 }
 
 // split, overlap: -1 for the planner's default; rowSplit: -1 for the planner's default
-// (rowSplitByDefault, K and V not shared), else 0 or 1.
+// (rowSplitByDefault, K and V not shared), else 0 or 1; pingpong (the row split's): -1 for the
+// planner's default (1), else 0 or 1.
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}, int split = -1,
-                       int overlap = -1, int rowSplit = -1) {
+                       int overlap = -1, int rowSplit = -1, int pingpong = -1) {
   ForwardTensors t = forwardTensors(c);
   if (edit) edit(t);
   // The case's slices as the library holds them, read by the emulated kernel from the host.
@@ -127,8 +128,9 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   if (!refusal.empty()) throw std::runtime_error("the sm90 forward refuses the problem: " + refusal);
   if (rows) overlap = 0;
   if (overlap < 0) overlap = ffpa::sm90::overlapApplies(problem, kvSharing) ? 1 : 0;
+  pingpong = rows ? (pingpong < 0 ? 1 : pingpong) : 0;
   const ffpa::sm90::ForwardCall call =
-      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap, rows);
+      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap, rows, pingpong);
   ffpa::sm90::ForwardParams params;
   static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
   params.qMap = call.q;
@@ -151,7 +153,7 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
     } else {
       launchRowSplit<ffpa::kernels::HalfTag>(instance, config, params);
     }
-    out.config = "rows=64+64";
+    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong);
     finishOutcome(c, t, out);
     return out;
   }
@@ -177,9 +179,9 @@ AttentionCase sweepCase(int index, const int (&dim)[2], DType dtype, int kvLengt
 }
 
 void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1, int overlap = -1,
-                     int rowSplit = -1) {
+                     int rowSplit = -1, int pingpong = -1) {
   try {
-    checkForward(c, runSm90(c, gridDnhb, {}, split, overlap, rowSplit));
+    checkForward(c, runSm90(c, gridDnhb, {}, split, overlap, rowSplit, pingpong));
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
@@ -219,8 +221,10 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
     AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 190, 1500);
     c.scheduleSeed = index % 3 == 0 ? 0 : 40 + index;
     try {
-      const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, -1, -1, 1);
-      CHECK(out.config == "rows=64+64");
+      // The consumers take turns (the default) in two of every three cases.
+      const int pingpong = index % 3 == 2 ? 0 : 1;
+      const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, -1, -1, 1, pingpong);
+      CHECK(out.config == "rows=64+64 pingpong=" + std::to_string(pingpong));
       checkForward(c, out);
     } catch (const std::exception& e) {
       FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));

@@ -81,6 +81,25 @@ void crossRoles(uint32_t* out) {
   storeGlobal32(&out[t], slots[63 - t]);
 }
 
+// Warps 0 and 1 take turns appending to a log in shared memory, `turns` each, warp 0 first: a
+// warp waits at its own barrier (2 + warp) for the other's turn and hands the next turn over with
+// an arrival that does not wait (rolesArrive), as the row split's consumers do. `lastHandOff`:
+// whether warp 1 also hands a turn over after its last (to nobody: left pending). Thread 0
+// copies the log out.
+void takeTurns(int turns, bool lastHandOff, uint32_t* log) {
+  const int t = threadIndex(), warp = t / 32;
+  uint32_t* shared = reinterpret_cast<uint32_t*>(sharedMemory());
+  for (int turn = 0; turn < turns; ++turn) {
+    if (warp == 1 || turn > 0) rolesBarrier(2 + warp, 64);
+    if (t % 32 == 0) shared[2 * turn + warp] = 100u * warp + turn;
+    if (warp == 0 || turn + 1 < turns || lastHandOff) rolesArrive(2 + (1 - warp), 64);
+  }
+  blockBarrier();
+  if (t == 0) {
+    for (int i = 0; i < 2 * turns; ++i) storeGlobal32(&log[i], shared[i]);
+  }
+}
+
 void recordIndices(int threads, uint32_t* out) {
   const int block = blockIndexX() + 3 * (blockIndexY() + 2 * blockIndexZ());
   const uint32_t code = static_cast<uint32_t>(blockIndexX() | blockIndexY() << 4 |
@@ -129,6 +148,19 @@ TEST_CASE("warps of different roles meet at barrier.sync from different code") {
   std::vector<uint32_t> out(64, 0u);
   launch({{}, 64, 64 * 4, {out}}, crossRoles, out.data());
   for (int t = 0; t < 64; ++t) CHECK(out[t] == (63 - t < 32 ? 100u : 200u) + uint32_t(63 - t));
+}
+
+TEST_CASE("warps take turns through barrier.arrive and barrier.sync; arrivals left pending are reported") {
+  const int turns = 30;
+  std::vector<uint32_t> log(2 * turns, 7u);
+  for (const uint64_t seed : {0u, 1u, 2u}) {
+    CAPTURE(seed);
+    log.assign(log.size(), 7u);
+    launch(ffpa::emulation::scheduled({{}, 64, 2 * turns * 4, {log}}, seed), takeTurns, turns, false, log.data());
+    for (int i = 0; i < 2 * turns; ++i) CHECK(log[i] == 100u * (i % 2) + uint32_t(i / 2));
+  }
+  CHECK_THROWS_WITH_AS(launch({{}, 64, 2 * turns * 4, {log}}, takeTurns, turns, true, log.data()),
+                       doctest::Contains("barrier 2 left with 32 arrivals"), ffpa::emulation::KernelError);
 }
 
 TEST_CASE("every thread of every block runs once, with its indices") {

@@ -1,6 +1,7 @@
 // wgmma with A from registers (wgmmaRS) on the emulator: the A fragment layout of sm90/ptx.cuh,
 // written out independently here, gives D = A B; a thread that changes its A registers before
-// the wait that retires the wgmma is reported.
+// the wait that retires the wgmma, issues it without a wgmmaFence or exits without waiting for it
+// is reported.
 #include "common/element.cuh"
 #include "common/platform.cuh"
 #include "common/ptx.cuh"
@@ -30,9 +31,10 @@ float bValue(int k, int n) { return float((k * 5 + n * 3) % 13 - 6) / 8.0f; }
 // Each of the 128 threads builds its A fragment: a[r] holds A[16 w + group + 8 (r % 2)][2 quad +
 // 8 (r / 2) .. +1]. Thread 0 writes B N-major (transposed: element (k, n) in row k % 8 of 8-key
 // group k / 8, 1024 bytes apart) with the 128-byte swizzle. Then one wgmmaRS; each thread counts
-// its accumulators that differ from A B. `clobber`: thread 5 changes a[1] before the wait.
+// its accumulators that differ from A B, unless `mistake` (by thread 5) says otherwise.
+enum class Mistake { none, clobber, noFence, noWait };
 template <class Tag>
-void multiply(uint32_t* wrong, bool clobber) {
+void multiply(uint32_t* wrong, Mistake mistake = Mistake::none) {
   const int t = threadIndex(), warp = t / 32, group = t % 32 / 4, quad = t % 4;
   unsigned char* shared = sharedMemory();
   if (t == 0) {
@@ -54,10 +56,11 @@ void multiply(uint32_t* wrong, bool clobber) {
   }
   float d[kN / 2];
   for (float& value : d) value = 0.0f;
-  wgmmaFence();
+  if (mistake != Mistake::noFence || t != 5) wgmmaFence();
   wgmmaRS<kN, true>(d, a, matrixDescriptor(sharedAddress(shared), 16, 1024), false, Tag());
   wgmmaCommit();
-  if (clobber && t == 5) a[1] ^= 1u;
+  if (mistake == Mistake::clobber && t == 5) a[1] ^= 1u;
+  if (mistake == Mistake::noWait && t == 5) return;
   wgmmaWait<0>();
   uint32_t mismatches = 0;
   for (int j = 0; j < kN / 8; ++j) {
@@ -79,17 +82,21 @@ TEST_CASE("wgmma with A from registers: each warp's fragments are its rows of A 
   for (const uint64_t seed : {0u, 1u, 2u}) {
     CAPTURE(seed);
     wrong.assign(wrong.size(), 99);
-    launch(scheduled(config, seed), [&] { multiply<HalfTag>(wrong.data(), false); });
+    launch(scheduled(config, seed), [&] { multiply<HalfTag>(wrong.data()); });
     CHECK(wrong == std::vector<uint32_t>(128, 0));
     wrong.assign(wrong.size(), 99);
-    launch(scheduled(config, seed), [&] { multiply<Bf16Tag>(wrong.data(), false); });
+    launch(scheduled(config, seed), [&] { multiply<Bf16Tag>(wrong.data()); });
     CHECK(wrong == std::vector<uint32_t>(128, 0));
   }
 }
 
-TEST_CASE("wgmma with A from registers: A registers changed before the wait are caught") {
+TEST_CASE("wgmma with A from registers: A registers changed before the wait, a missing fence or wait are caught") {
   std::vector<uint32_t> wrong(128, 99);
   const Config config({1}, 128, 2048, {wrong});
-  CHECK_THROWS_WITH_AS(launch(config, [&] { multiply<Bf16Tag>(wrong.data(), true); }),
+  CHECK_THROWS_WITH_AS(launch(config, [&] { multiply<Bf16Tag>(wrong.data(), Mistake::clobber); }),
                        Contains("the A registers of a wgmma changed before a wgmmaWait retired it"), KernelError);
+  CHECK_THROWS_WITH_AS(launch(config, [&] { multiply<Bf16Tag>(wrong.data(), Mistake::noFence); }),
+                       Contains("wgmma without a wgmmaFence since the thread's last wgmmaWait"), KernelError);
+  CHECK_THROWS_WITH_AS(launch(config, [&] { multiply<Bf16Tag>(wrong.data(), Mistake::noWait); }),
+                       Contains("the thread exits with a wgmma that no wgmmaWait retired"), KernelError);
 }

@@ -390,13 +390,22 @@ TEST_CASE("runtime autotune of the Hopper forward times the row split against th
     MESSAGE("skipped: " << support.reason);
     return;
   }
-  // d_v 128: the row split, the split of the columns with and without the overlap, and the
-  // columns' kernel that shares K and V. d_v 64: the row split alone, nothing to tune.
-  CHECK(sm90->candidates(request) == std::vector<tuning::LaunchConfig>{{{"row_split", 1}},
-                                                                       {{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}},
-                                                                       {{"kv_multicast", 0}, {"overlap", 1}, {"row_split", 0}},
-                                                                       {{"kv_multicast", 1}}});
-  CHECK(sm90->candidates({packedProblem(64), policy, hopper(), nullptr}).empty());
+  // d_v 128: the row split with and without its consumers' turns, the split of the columns with
+  // and without the overlap, and the columns' kernel that shares K and V. d_v 64: the row split
+  // alone, with and without the turns.
+  CHECK(sm90->candidates(request) ==
+        std::vector<tuning::LaunchConfig>{{{"pingpong", 1}, {"row_split", 1}},
+                                          {{"pingpong", 0}, {"row_split", 1}},
+                                          {{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}},
+                                          {{"kv_multicast", 0}, {"overlap", 1}, {"row_split", 0}},
+                                          {{"kv_multicast", 1}}});
+  const PlanRequest narrow{packedProblem(64), policy, hopper(), nullptr};
+  CHECK(sm90->candidates(narrow) == std::vector<tuning::LaunchConfig>{{{"pingpong", 1}}, {{"pingpong", 0}}});
+  // Consumers that do not take turns faster on this timer at d_v 64: the tuned entry says so.
+  const Plan apart = Planner(registry, timersFavouring("pingpong=0")).plan(narrow);
+  CHECK(apart.kernel == "sm90.forward.f16.d64.row_split");
+  REQUIRE(apart.tuned != nullptr);
+  CHECK(apart.tuned->config == tuning::LaunchConfig{{"pingpong", 0}});
   // The split of the columns faster on this timer: the plan and its tuned entry take it.
   const Planner planner(registry, timersFavouring("rows=64+64", false));
   const Plan tuned = planner.plan(request);

@@ -253,7 +253,8 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
     return;
   }
   // "row_split": 0 asks for the split of the columns where both arrangements serve (d_v
-  // 65..256); d_v up to 64 has the row split only, whatever the entry says.
+  // 65..256); d_v up to 64 has the row split only, whatever the entry says; "pingpong": 0 has
+  // the row split's consumers issue their products without taking turns.
   struct Case {
     int64_t dv;
     const char* config;
@@ -261,10 +262,10 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
     const char* shape;
   };
   const Case cases[] = {
-      {64, R"({"row_split": 0})", "sm90.forward.bf16.d64.row_split", "rows=64+64 columns=64 "},
+      {64, R"({"row_split": 0, "pingpong": 0})", "sm90.forward.bf16.d64.row_split", "rows=64+64 columns=64 pingpong=0 "},
       {128, R"({"row_split": 0})", "sm90.forward.bf16.d128", "cluster=1 columns=64+64 overlap=1 smem="},
       {192, R"({"row_split": 0, "overlap": 0})", "sm90.forward.bf16.d192", "cluster=1 columns=64+128 overlap=0 smem="},
-      {256, R"({"row_split": 1})", "sm90.forward.bf16.d256.row_split", "rows=64+64 columns=256 k_buffers=2"},
+      {256, R"({"row_split": 1})", "sm90.forward.bf16.d256.row_split", "rows=64+64 columns=256 pingpong=1 k_buffers=2"},
   };
   std::vector<std::string> entries;
   for (const Case& c : cases) entries.push_back(hopperForwardEntry(c.dv, c.config));

@@ -225,8 +225,9 @@ BACKWARD_COLUMNS = [("ffpa bwd ms", "ffpa_bwd_ms", "{:.3f}"), ("ffpa bwd TFLOPS"
 KERNEL_COLUMN = [("ffpa kernel", "kernel", "{}")]
 
 # Launch settings a plan's config names that its kernel's name does not (the Hopper forward's
-# consumer overlap): the kernel column shows them, so that an autotuned run says what won.
-LABELLED_SETTINGS = ("overlap",)
+# consumer overlap, and its row split's turns): the kernel column shows them, so that an
+# autotuned run says what won.
+LABELLED_SETTINGS = ("overlap", "pingpong")
 
 
 def kernel_label(plan):

@@ -218,5 +218,7 @@ class _Plan:
 def test_kernel_label_names_the_settings_the_kernel_name_does_not():
     hopper = _Plan("sm90.forward.bf16.d512", "Br=64 Bc=64 columns=256+256 split=even overlap=1 smem=209992")
     assert sbs.kernel_label(hopper) == "sm90.forward.bf16.d512 overlap=1"
+    rows = _Plan("sm90.forward.bf16.d128.row_split", "Br=128 Bc=64 rows=64+64 columns=128 pingpong=0 k_buffers=2")
+    assert sbs.kernel_label(rows) == "sm90.forward.bf16.d128.row_split pingpong=0"
     mma_sync = _Plan("sm80.forward.f16.d128.acc_f32.v_s2r", "Br=128 Bc=32 stages=2")
     assert sbs.kernel_label(mma_sync) == "sm80.forward.f16.d128.acc_f32.v_s2r"

@@ -228,7 +228,8 @@ Plan plan(const PlanRequest& r) {
     const ForwardArguments layout = forwardLayoutFor(r.problem, true);
     plan.config = cat("Br=", kRowSplitRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
                       " d_v<=", instance.headDimV, " cluster=1 rows=", kRows, "+", kRows, " columns=", instance.headDimV,
-                      " pingpong=", d.pingpong, " k_buffers=", layout.kBuffers, " v_buffers=2 smem=", layout.sharedBytes,
+                      " pingpong=", d.pingpong, " k_buffers=", layout.kBuffers,
+                      " v_buffers=2 smem=", layout.sharedBytes,
                       " tma=64x64 swizzle=128B wgmma=m64n64k16", grid);
     return plan;
   }

@@ -58,7 +58,9 @@ void threadMain(void* argument) {
       for (const auto& group : thread.committedWgmma) {
         if (!group.empty()) fail("the thread exits with a wgmma that no wgmmaWait retired", group.front().site);
       }
-      if (!thread.openWgmma.empty()) fail("the thread exits with a wgmma never committed", thread.openWgmma.front().site);
+      if (!thread.openWgmma.empty()) {
+        fail("the thread exits with a wgmma never committed", thread.openWgmma.front().site);
+      }
       for (const auto& group : thread.committedGroups) retire(block, group);
       retire(block, thread.openGroup);
     }

@@ -145,8 +145,8 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
   // does not), no P blocks.
   const Problem p128(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
   CHECK_HAS(describeForward(h, p128).config,
-            "Br=128 Bc=64 warpgroups=1+2 threads=384 d_v<=128 cluster=1 rows=64+64 columns=128 pingpong=1 k_buffers=2 v_buffers=2 "
-            "smem=99464 ");
+            "Br=128 Bc=64 warpgroups=1+2 threads=384 d_v<=128 cluster=1 rows=64+64 columns=128 pingpong=1 "
+            "k_buffers=2 v_buffers=2 smem=99464 ");
   const Problem wide(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 64);
   CHECK_HAS(describeForward(h, wide).config, "columns=64 pingpong=1 k_buffers=2 ");
   const Problem wider(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 448, 64);

@@ -262,7 +262,8 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
     const char* shape;
   };
   const Case cases[] = {
-      {64, R"({"row_split": 0, "pingpong": 0})", "sm90.forward.bf16.d64.row_split", "rows=64+64 columns=64 pingpong=0 "},
+      {64, R"({"row_split": 0, "pingpong": 0})", "sm90.forward.bf16.d64.row_split",
+       "rows=64+64 columns=64 pingpong=0 "},
       {128, R"({"row_split": 0})", "sm90.forward.bf16.d128", "cluster=1 columns=64+64 overlap=1 smem="},
       {192, R"({"row_split": 0, "overlap": 0})", "sm90.forward.bf16.d192", "cluster=1 columns=64+128 overlap=0 smem="},
       {256, R"({"row_split": 1})", "sm90.forward.bf16.d256.row_split", "rows=64+64 columns=256 pingpong=1 k_buffers=2"},

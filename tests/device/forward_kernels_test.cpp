@@ -960,7 +960,8 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
   if (!hopper_runs_here()) return;
   // The Hopper forward with the split of the columns between its consumers that is not the
   // default: one CTA skewed (consumer 1 with 320 columns at d_v 512), clusters even; and one CTA
-  // whose consumer 1 runs a tile behind (overlap, the default) or not, with either split.
+  // whose consumer 1 runs a tile behind (overlap, the default) or not, with either split; the row
+  // split with its consumers issuing their products freely instead of taking turns (pingpong 0).
   const std::string even = R"({"split": 0})";
   const std::string skewedOverlap = R"({"split": 1, "overlap": 1})", overlap = R"({"overlap": 1})";
   const std::string skewedApart = R"({"split": 1, "overlap": 0})", apart = R"({"overlap": 0})";
@@ -972,7 +973,9 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
                    forward_entry("sm90.forward", "bf16", 1024, even) + "," +
                    forward_entry("sm90.forward", "fp16", 768, even) + "," +
                    forward_entry("sm90.forward", "fp16", 128, R"({"row_split": 0})") + "," +
-                   forward_entry("sm90.forward", "bf16", 256, R"({"row_split": 0, "overlap": 0})"));
+                   forward_entry("sm90.forward", "bf16", 256, R"({"row_split": 0, "overlap": 0})") + "," +
+                   forward_entry("sm90.forward", "bf16", 192, R"({"pingpong": 0})") + "," +
+                   forward_entry("sm90.forward", "fp16", 64, R"({"pingpong": 0})"));
   Handle handle;
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   dir.use(handle);
@@ -1015,7 +1018,15 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
                     LayoutKind::bhnd, 0.0),
         true, 46417},
        "sm90.forward.bf16.d256", "columns=128+128 overlap=0"},
-
+      // The row split without its consumers' turns.
+      {{make_config(attention_shape(1, 4, 2, 333, 300, 160, 176, CausalMask::bottom_right), DType::bfloat16,
+                    LayoutKind::bnhd, 0.0),
+        true, 46418},
+       "sm90.forward.bf16.d192.row_split", "pingpong=0"},
+      {{make_config(attention_shape(2, 2, 1, 257, 190, 48, 48, CausalMask::none), DType::float16,
+                    LayoutKind::padded_aligned, 0.0),
+        false, 46419},
+       "sm90.forward.f16.d64.row_split", "pingpong=0"},
   };
   for (const Case& c : cases) check_planned_forward(handle, workspace, c.test, c.kernel, c.setting);
 }

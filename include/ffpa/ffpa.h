@@ -519,11 +519,11 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  without attention slices and where shared memory holds d_qk), and d_v 513..1024
    *  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper
    *  gradient kernels (dQ and dK/dV for head dims up to 1024; one CTA per tile up to 256,
-   *  clusters of up to four CTAs above) where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,
-   *  and everything when any other kernel knob except #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a
-   *  value other than its default (those knobs shape the `mma.sync` kernels only). Needs a
-   *  build with `90a` in `build_arch` (without it the plan says so and the `mma.sync` kernels
-   *  serve). Environment: `ENABLE_FFPA_HOPPER_KERNELS`. */
+   *  clusters of up to four CTAs above) where they apply; 0 keeps the `mma.sync` kernels. The
+   *  `mma.sync` kernels serve the rest, and everything when any other kernel knob except
+   *  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape
+   *  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch` (without it the plan
+   *  says so and the `mma.sync` kernels serve). Environment: `ENABLE_FFPA_HOPPER_KERNELS`. */
   FFPA_POLICY_HOPPER_KERNELS = 13,
   /** Int32 0-8, default 0: in the Hopper forward's softmax, of every 8 exponentials (`exp2`) of
    *  a row's scores, how many a degree-3 FMA polynomial computes instead of the special-function

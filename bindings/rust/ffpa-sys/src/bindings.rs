@@ -668,11 +668,11 @@ impl ffpaPolicyKnob {
     #[doc = "  without attention slices and where shared memory holds d_qk), and d_v 513..1024"]
     #[doc = "  with d_qk up to 1024 on clusters of two CTAs; fp16 and bf16) and the backward's Hopper"]
     #[doc = "  gradient kernels (dQ and dK/dV for head dims up to 1024; one CTA per tile up to 256,"]
-    #[doc = "  clusters of up to four CTAs above) where they apply; 0 keeps the `mma.sync` kernels. The `mma.sync` kernels serve the rest,"]
-    #[doc = "  and everything when any other kernel knob except #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a"]
-    #[doc = "  value other than its default (those knobs shape the `mma.sync` kernels only). Needs a"]
-    #[doc = "  build with `90a` in `build_arch` (without it the plan says so and the `mma.sync` kernels"]
-    #[doc = "  serve). Environment: `ENABLE_FFPA_HOPPER_KERNELS`."]
+    #[doc = "  clusters of up to four CTAs above) where they apply; 0 keeps the `mma.sync` kernels. The"]
+    #[doc = "  `mma.sync` kernels serve the rest, and everything when any other kernel knob except"]
+    #[doc = "  #FFPA_POLICY_LAUNCH_GRID_DNHB is set to a value other than its default (those knobs shape"]
+    #[doc = "  the `mma.sync` kernels only). Needs a build with `90a` in `build_arch` (without it the plan"]
+    #[doc = "  says so and the `mma.sync` kernels serve). Environment: `ENABLE_FFPA_HOPPER_KERNELS`."]
     pub const FFPA_POLICY_HOPPER_KERNELS: ffpaPolicyKnob = ffpaPolicyKnob(13);
 }
 impl ffpaPolicyKnob {

@@ -39,13 +39,12 @@ struct Wgmma {
   bool accumulate;
   bool bf16;
   Site site;
-  // A from registers (wgmmaRS): the A fragments of the four lanes of the thread's quad, lane q's
-  // at quadA[4 q ..], as they were at the issue; and the thread's own registers, which must
-  // still hold `ownA` when the group retires (the GPU may read them until then).
-  bool registersA = false;
-  uint32_t quadA[16] = {};
+  // A from registers (wgmmaRS; null for A from shared memory): the thread's own four, which must
+  // still hold what they held at the issue when the group retires (the GPU may read them until
+  // then); and the fragments of the four lanes of its quad as they were at the issue, lane q's
+  // at quadA[4 q ..].
   const uint32_t* registers = nullptr;
-  uint32_t ownA[4] = {};
+  uint32_t quadA[16] = {};
 };
 
 // One TMA box copy, performed when a thread waits on its mbarrier.

@@ -112,13 +112,14 @@ double registerElement(const Wgmma& op, int half, int k) {
 }
 
 void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
-  if (op.registersA && std::memcmp(op.registers, op.ownA, sizeof op.ownA) != 0) {
+  const int inGroup = thread.index % 128, warp = inGroup / 32, group = inGroup % 32 / 4, quad = inGroup % 4;
+  const bool registersA = op.registers != nullptr;
+  if (registersA && std::memcmp(op.registers, &op.quadA[4 * quad], 4 * sizeof(uint32_t)) != 0) {
     fail("the A registers of a wgmma changed before a wgmmaWait retired it (the GPU may read them until then)",
          op.site);
   }
-  const Descriptor a = op.registersA ? Descriptor{} : decode(op.descA, "A", op.site);
+  const Descriptor a = registersA ? Descriptor{} : decode(op.descA, "A", op.site);
   const Descriptor b = decode(op.descB, "B", op.site);
-  const int inGroup = thread.index % 128, warp = inGroup / 32, group = inGroup % 32 / 4, quad = inGroup % 4;
   for (int j = 0; j < op.n / 8; ++j) {
     for (int half = 0; half < 2; ++half) {
       for (int e = 0; e < 2; ++e) {
@@ -126,7 +127,7 @@ void runWgmma(const Block& block, const ThreadState& thread, const Wgmma& op) {
         float& out = op.d[4 * j + 2 * half + e];
         double sum = op.accumulate ? out : 0.0;
         for (int k = 0; k < 16; ++k) {
-          const double x = op.registersA
+          const double x = registersA
                                ? registerElement(op, half, k)
                                : sharedElement(block, thread, kMajorAddress(a, row, k), op.bf16, "A", op.site);
           const uint32_t bAddress = op.transposeB ? nMajorAddress(b, k, col) : kMajorAddress(b, col, k);
@@ -180,11 +181,8 @@ void arriveOnce(Block& block, uint32_t barrier, Site site) {
   checkPhase(block, state, barrier, site);
 }
 
-}  // namespace
-
-namespace {
-
-void checkWarpgroups(Site site) {
+// What every wgmma issue needs: a wgmmaFence since the thread's last wait, and whole warpgroups.
+void checkIssue(Site site) {
   if (!currentThread().wgmmaFenced) {
     fail("wgmma without a wgmmaFence since the thread's last wgmmaWait (the registers it reads may have been written "
          "by ordinary instructions since)",
@@ -202,20 +200,18 @@ void checkWarpgroups(Site site) {
 
 void issueWgmma(float* d, int n, bool transposeB, uint64_t descA, uint64_t descB, bool accumulate, bool bf16,
                 Site site) {
-  checkWarpgroups(site);
+  checkIssue(site);
   currentThread().openWgmma.push_back({d, n, transposeB, descA, descB, accumulate, bf16, site});
 }
 
 void issueWgmmaRegisters(float* d, int n, bool transposeB, const uint32_t (&a)[4], uint64_t descB, bool accumulate,
                          bool bf16, Site site) {
-  checkWarpgroups(site);
+  checkIssue(site);
   // The warp's lanes issue it together (.sync.aligned), each handing in its fragment.
   const uint32_t* quad = gatherQuadRegisters(a, site);
   Wgmma op{d, n, transposeB, 0, descB, accumulate, bf16, site};
-  op.registersA = true;
-  std::memcpy(op.quadA, quad, sizeof op.quadA);
   op.registers = a;
-  std::memcpy(op.ownA, a, sizeof op.ownA);
+  std::memcpy(op.quadA, quad, sizeof op.quadA);
   currentThread().openWgmma.push_back(op);
 }
 

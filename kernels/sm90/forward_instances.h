@@ -4,8 +4,11 @@
 // with the other split of the
 // columns between the consumers where the two differ (384, 448 and 512 columns per CTA), and for
 // d_v up to 512 a kernel whose CTAs of two adjacent row tiles share K and V, and for d_v up to 256
-// the row split (64, 128, 192 and 256); built only for sm_90a (kernels/sm90/forward_instances.cu).
+// the row split (64, 128, 192 and 256; 64 and 128 also with KV tiles of 128 keys); built only for
+// sm_90a (kernels/sm90/forward_instances.cu).
 #pragma once
+
+#include "sm90/forward_params.h"
 
 #include <ffpa/ffpa.h>
 
@@ -20,6 +23,7 @@ struct ForwardInstance {
   int kvSharing;       // CTAs of adjacent row tiles that share K and V (kvSharingForwardKernel: 2), else 1
   int split;           // kEvenSplit or kSkewedSplit (sm90/forward_params.h)
   bool rowSplit;       // rowSplitForwardKernel (128 rows per CTA, 64 per consumer), for d_v up to 256
+  int tileKeys;        // keys per KV tile: kKeys, or the row split's kRowSplitWideKeys
 };
 
 using ForwardInstanceList = std::vector<ForwardInstance>;
@@ -37,9 +41,11 @@ void appendClusterForwardInstances(ForwardInstanceList& out);
 // The fp16 and bf16 instances of one kernel, the __global__ functions taken as plain addresses.
 template <class Kernel>
 void appendBoth(ForwardInstanceList& out, int headDimV, Kernel half, Kernel bf16, int kvSharing, int split,
-                bool rowSplit = false) {
-  out.push_back({headDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(half), kvSharing, split, rowSplit});
-  out.push_back({headDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(bf16), kvSharing, split, rowSplit});
+                bool rowSplit = false, int tileKeys = kKeys) {
+  out.push_back(
+      {headDimV, FFPA_DATA_TYPE_FLOAT16, reinterpret_cast<const void*>(half), kvSharing, split, rowSplit, tileKeys});
+  out.push_back(
+      {headDimV, FFPA_DATA_TYPE_BFLOAT16, reinterpret_cast<const void*>(bf16), kvSharing, split, rowSplit, tileKeys});
 }
 
 }  // namespace ffpa::sm90

@@ -77,6 +77,20 @@ constexpr int kRowSplitRows = 2 * kRows;
 constexpr int kRowSplitMaxHeadDimV = 256;
 constexpr int kRowSplitTurnBarrierId = 2;
 
+// The row split's KV tiles: kKeys keys, or kRowSplitWideKeys on the instances of d_v up to
+// kRowSplitWideMaxHeadDimV (the "tile_keys" launch parameter), FlashAttention-3's 128 x 128 tile
+// of d = 64 and 128. A tile's S is then m64n128: per k16 step a wgmma reads A (2 KiB of Q) and B
+// (4 KiB of K) for 262,144 FLOPs, where an m64n64 one reads 4 KiB for half of them. At the
+// tensor cores' 4,096 dense 16-bit FLOPs per clock per SM that is 96 bytes of shared memory per
+// clock instead of 128, the whole of what an SM's shared memory delivers (and TMA's writes share
+// it). The tile's barrier waits, turns and row reductions also serve twice the FLOPs. The price:
+// 64 fp32 registers of S and 32 of P per thread (beside at most 64 of O), and K and V buffers
+// twice the size (two K buffers up to d_qk 192 at d_v 128 and 256 at d_v 64, one up to 320 and
+// 384).
+constexpr int kRowSplitWideKeys = 2 * kKeys;
+constexpr int kRowSplitWideMaxHeadDimV = 128;
+constexpr bool rowSplitHasWideKeys(int instanceHeadDimV) { return instanceHeadDimV <= kRowSplitWideMaxHeadDimV; }
+
 // The largest d_qk: what 227 KiB of Q, K, V and P tiles hold (576 / 512 is the absorbed-MLA
 // shape), and with two CTAs each keeping half of d_qk, the library's 1024.
 constexpr int maxHeadDimQk(int clusterSize) { return clusterSize == 1 ? 576 : 1024; }
@@ -200,6 +214,9 @@ struct ForwardArguments : ProblemSizes {
   // (FlashAttention-3's ping-pong), so that one's softmax runs while the other's products have
   // the tensor cores (the "pingpong" launch parameter; 0 in the other kernels).
   int32_t pingpong;
+  // Keys per KV tile: kKeys, or in the row split kRowSplitWideKeys on the instances that have them
+  // (the kernel's template argument; the layout follows it).
+  int32_t tileKeys;
   SlicedTiles sliced;  // the queries' tiles
 
   // Shared memory: byte offsets from the first 1024-byte aligned address of dynamic shared memory.
@@ -247,6 +264,7 @@ struct LayoutCursor {
 inline uint32_t forwardLayout(ForwardArguments& p) {
   const int clusterSize = clusterSizeFor(p.headDimV);
   const uint32_t qkBytes = blockShare(columnBlocks(p.headDimQk), clusterSize, 0).count * kBlockBytes;
+  p.tileKeys = kKeys;
   for (p.kBuffers = clusterSize > 1 ? 2 : 1;; p.kBuffers = 1) {
     LayoutCursor at;
     p.qOffset = at.take(qkBytes);
@@ -263,18 +281,22 @@ inline uint32_t forwardLayout(ForwardArguments& p) {
   }
 }
 
-// The row split's layout (forward_row_split_kernel.cuh) in `p` (headDimQk and headDimV set): Q of
-// both row tiles, K in two buffers where kMaxSharedBytes holds them (else one) and V in two (P
-// stays in the consumers' registers); returns the dynamic shared memory the launch needs (above
-// kMaxSharedBytes where even one K buffer does not fit: the kernel cannot serve the problem).
-inline uint32_t forwardRowSplitLayout(ForwardArguments& p) {
+// The row split's layout (forward_row_split_kernel.cuh) in `p` (headDimQk and headDimV set) for
+// KV tiles of `keys` keys (kKeys or kRowSplitWideKeys): Q of both row tiles, K in two buffers
+// where kMaxSharedBytes holds them (else one) and V in two (P stays in the consumers'
+// registers); returns the dynamic shared memory the launch needs (above kMaxSharedBytes where
+// even one K buffer does not fit: the kernel cannot serve the problem). A K or V tile is stored
+// as 64-column blocks of `keys` rows (keys / 64 TMA boxes stacked), the B operand wgmma reads.
+inline uint32_t forwardRowSplitLayout(ForwardArguments& p, int keys = kKeys) {
   const uint32_t qkBytes = columnBlocks(p.headDimQk) * kBlockBytes;
+  const uint32_t keyBoxes = uint32_t(keys / kKeys);
+  p.tileKeys = keys;
   for (p.kBuffers = 2;; p.kBuffers = 1) {
     LayoutCursor at;
     p.qOffset = at.take(kRowSplitRows / kRows * qkBytes);
-    p.kBufferBytes = qkBytes;
-    p.kOffset = at.take(p.kBuffers * qkBytes);
-    p.vBufferBytes = columnBlocks(p.headDimV) * kBlockBytes;
+    p.kBufferBytes = keyBoxes * qkBytes;
+    p.kOffset = at.take(p.kBuffers * p.kBufferBytes);
+    p.vBufferBytes = keyBoxes * columnBlocks(p.headDimV) * kBlockBytes;
     p.vOffset = at.take(2 * p.vBufferBytes);
     p.pOffset = at.take(0);
     p.exchangeOffset = at.take(0);

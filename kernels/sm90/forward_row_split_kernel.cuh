@@ -1,9 +1,10 @@
 // The sm90 forward for d_v up to 256 without attention slices, with the rows split between the
 // consumers rather than O's columns (FlashAttention-3's arrangement): a CTA computes 128 query
 // rows of one (batch, head), consumer w the rows [64 w, 64 w + 64) of them, each with its own S,
-// softmax, P and all of O's columns (at most 256: 128 fp32 registers per thread). P never leaves
-// the consumer's registers: the S accumulators, rounded to 16 bits and packed in pairs, are the A
-// operand of P V (wgmmaRS). Per KV tile j, with slot = j % 2 (rings of two K and two V buffers,
+// softmax, P and all of O's columns (at most 256: 128 fp32 registers per thread), over KV tiles
+// of kTileKeys keys (64, or 128 up to d_v 128: kRowSplitWideKeys in forward_params.h). P never
+// leaves the consumer's registers: the S accumulators, rounded to 16 bits and packed in pairs, are
+// the A operand of P V (wgmmaRS). Per KV tile j, with slot = j % 2 (rings of two K and two V buffers,
 // one K buffer where shared memory holds only one; the empty barriers count both consumers'
 // releases):
 //   producer:   [K empty slot] K(j) -> K full slot        [V empty slot] V(j) -> V full slot
@@ -34,11 +35,15 @@ namespace ffpa::kernels::sm90 {
 using ffpa::sm90::ForwardParams;
 using namespace ffpa::sm90;  // the shape constants and Barrier
 
-template <class Tag, int kHeadDimV>
+template <class Tag, int kHeadDimV, int kTileKeys = kKeys>
 struct RowSplitForwardKernel {
   static_assert(kHeadDimV % kBlockColumns == 0 && kHeadDimV >= kBlockColumns && kHeadDimV <= kRowSplitMaxHeadDimV,
                 "d_v: 64..256 in whole 64-column blocks, all of O's columns in each consumer");
+  static_assert(kTileKeys == kKeys || (kTileKeys == kRowSplitWideKeys && rowSplitHasWideKeys(kHeadDimV)),
+                "KV tiles of 64 keys, or of 128 where O leaves the registers for S and P (d_v <= 128)");
   using Rows = ForwardRows<Tag>;
+  static constexpr int kScoreRegisters = kTileKeys / 2;  // S of a tile: [64, kTileKeys] fp32
+  static constexpr int kKeyBoxes = kTileKeys / kKeys;     // TMA boxes of 64 rows per K and V block
 
   struct Shared {
     uint32_t q, k, v;  // Q: the two row tiles
@@ -57,8 +62,8 @@ struct RowSplitForwardKernel {
     RowTile at = locateRowTile<1>(p);
     const int ctaFirstRow = blockIndexX() * kRowSplitRows;
     at.firstRow = ctaFirstRow + consumer * kRows;
-    at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, ctaFirstRow, kRowSplitRows, p.causal,
-                                                    p.causalOffset);
+    at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kTileKeys, ctaFirstRow, kRowSplitRows,
+                                                    p.causal, p.causalOffset);
     return at;
   }
 
@@ -75,13 +80,15 @@ struct RowSplitForwardKernel {
     const BufferRing valueRing{2};  // forwardRowSplitLayout
 #pragma unroll 1
     for (int tile = 0; tile < at.tiles; ++tile) {
-      const int key = tile * kKeys;
+      const int key = tile * kTileKeys;
       const int kSlot = keyRing.slot(tile);
       if (tile >= p.kBuffers) mbarrierWait(s.barrier(kKEmpty0 + kSlot), (keyRing.use(tile) - 1) & 1);
-      loadBlocks(&p.kMap, s.k + kSlot * p.kBufferBytes, at.qk, key, at.kvHead, at.batch, s.barrier(kKFull0 + kSlot));
+      loadBlocks<kKeyBoxes>(&p.kMap, s.k + kSlot * p.kBufferBytes, at.qk, key, at.kvHead, at.batch,
+                            s.barrier(kKFull0 + kSlot));
       const int vSlot = valueRing.slot(tile);
       if (tile >= valueRing.count) mbarrierWait(s.barrier(kVEmpty0 + vSlot), (valueRing.use(tile) - 1) & 1);
-      loadBlocks(&p.vMap, s.v + vSlot * p.vBufferBytes, at.v, key, at.kvHead, at.batch, s.barrier(kVFull0 + vSlot));
+      loadBlocks<kKeyBoxes>(&p.vMap, s.v + vSlot * p.vBufferBytes, at.v, key, at.kvHead, at.batch,
+                            s.barrier(kVFull0 + vSlot));
     }
   }
 
@@ -97,16 +104,16 @@ struct RowSplitForwardKernel {
     float o[kHeadDimV / 2];
     for (float& value : o) value = 0.0f;
     typename Rows::Softmax softmax;
-    float score[kTileRegisters];  // S of a tile, then its P
+    float score[kScoreRegisters];  // S of a tile, then its P
     // P of the tile whose P V is issued next, 16-bit: the A operand of wgmmaRS.
-    uint32_t probabilities[kTileFragmentRegisters];
+    uint32_t probabilities[kScoreRegisters / 2];
     const BufferRing keyRing{p.kBuffers};
     const BufferRing valueRing{2};  // forwardRowSplitLayout
     const uint32_t q = s.q + consumer * at.qk.count * kBlockBytes;
-    // The softmax of tile `tile` (no slices: keys from tile * 64), whose S is in `score`: P in
+    // The softmax of tile `tile` (no slices: keys from tile * kTileKeys), whose S is in `score`: P in
     // `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
-      softmax.template tile<kMayEmulate>(p, KeyTile{tile * kKeys, -1}, at.firstRow, score, me, factor);
+      softmax.template tile<kMayEmulate>(p, KeyTile{tile * kTileKeys, -1}, at.firstRow, score, me, factor);
     };
     if (at.tiles > 0) {
       mbarrierWait(s.barrier(kQFull), 0);
@@ -185,9 +192,9 @@ struct RowSplitForwardKernel {
 };
 
 // The kernel entry; grid (ceil(seqQ / 128), B * H) or (.., H, B); 384 threads; sharedBytes.
-template <class Tag, int kHeadDimV>
+template <class Tag, int kHeadDimV, int kTileKeys = kKeys>
 FFPA_KERNEL void FFPA_LAUNCH_BOUNDS(kThreads, 1) rowSplitForwardKernel(const FFPA_GRID_CONSTANT ForwardParams p) {
-  RowSplitForwardKernel<Tag, kHeadDimV>::run(p);
+  RowSplitForwardKernel<Tag, kHeadDimV, kTileKeys>::run(p);
 }
 
 }  // namespace ffpa::kernels::sm90

@@ -15,7 +15,8 @@ namespace ffpa::kernels::sm90 {
 
 using ffpa::sm90::ForwardParams;
 
-// A thread holds two rows of the warpgroup's 64 (Lane::row), 32 scores of each per 64-key tile.
+// A thread holds two rows of the warpgroup's 64 (Lane::row), 32 scores of each per 64-key tile (64
+// per 128-key tile of the row split: the functions on a tile take its R = keys / 2 registers).
 template <class Tag>
 struct ForwardRows {
   using Element = typename Tag::Element;
@@ -63,14 +64,14 @@ struct ForwardRows {
   // order: it is applied to the maxima and, in one FMA, to each exponent, one instruction per
   // score fewer on the scoring consumer's path); kMask: scores of keys outside a row's `visible`
   // keys become -inf first.
-  template <bool kMask>
-  static FFPA_DEVICE void maskAndMax(float (&score)[kTileRegisters], float (&tileMax)[2],
-                                     const VisibleKeys (&visible)[2], int firstKey, const Lane& me) {
+  template <bool kMask, int R>
+  static FFPA_DEVICE void maskAndMax(float (&score)[R], float (&tileMax)[2], const VisibleKeys (&visible)[2],
+                                     int firstKey, const Lane& me) {
     #pragma unroll
     for (int half = 0; half < 2; ++half) {
       tileMax[half] = kNegativeInfinity;
       #pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j) {
+      for (int j = 0; j < R / 4; ++j) {
         #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& value = score[4 * j + 2 * half + e];
@@ -93,15 +94,15 @@ struct ForwardRows {
     // key of the tile (its diagonal tiles under a causal mask, a last tile past seqKv, slices):
     // one branch for its 16 rows. kMayEmulate: whether exp2 may be emulated at all
     // (p.exp2Emulated > 0).
-    template <bool kMayEmulate>
-    FFPA_DEVICE void tile(const ForwardParams& p, const KeyTile& keys, int firstRow, float (&score)[kTileRegisters],
-                          const Lane& me, float (&factor)[2]) {
+    template <bool kMayEmulate, int R>
+    FFPA_DEVICE void tile(const ForwardParams& p, const KeyTile& keys, int firstRow, float (&score)[R], const Lane& me,
+                          float (&factor)[2]) {
       VisibleKeys visible[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, firstRow + me.row(half));
       const int firstKey = keys.firstKey;
       float tileMax[2];
-      if (warpSeesWholeTile(visible, firstKey)) {
+      if (warpSeesWholeTile(visible, firstKey, 2 * R)) {
         maskAndMax<false>(score, tileMax, visible, firstKey, me);
       } else {
         maskAndMax<true>(score, tileMax, visible, firstKey, me);
@@ -127,13 +128,14 @@ struct ForwardRows {
         // Two partial sums: half the chain of dependent additions.
         float tileSum[2] = {0.0f, 0.0f};
         #pragma unroll
-        for (int j = 0; j < kKeys / 8; ++j) {
+        for (int j = 0; j < R / 4; ++j) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& value = score[4 * j + 2 * half + e];
-            // Column group j of 8: emulated when j < exp2Emulated (a warp-uniform branch).
+            // Column group j of 8 (of each 8 in a wide tile): emulated when j % 8 < exp2Emulated (a
+            // warp-uniform branch).
             const float exponent = fmaf(value, p.scaleLog2, -base);
-            if (kMayEmulate && j < p.exp2Emulated) {
+            if (kMayEmulate && j % 8 < p.exp2Emulated) {
               value = exp2Polynomial(exponent);
             } else {
               value = exp2Approx(exponent);

@@ -6,14 +6,15 @@
 namespace ffpa::sm90 {
 namespace {
 
-// The row split (no attention slices): d_v up to kHeadDimV, in whole 64-column blocks.
-template <int kHeadDimV>
+// The row split (no attention slices): d_v up to kHeadDimV, in whole 64-column blocks, KV tiles of
+// kTileKeys keys.
+template <int kHeadDimV, int kTileKeys = kKeys>
 void appendRowSplit(ForwardInstanceList& out) {
   using ffpa::kernels::Bf16Tag;
   using ffpa::kernels::HalfTag;
   using ffpa::kernels::sm90::rowSplitForwardKernel;
-  appendBoth(out, kHeadDimV, &rowSplitForwardKernel<HalfTag, kHeadDimV>, &rowSplitForwardKernel<Bf16Tag, kHeadDimV>, 1,
-             kEvenSplit, true);
+  appendBoth(out, kHeadDimV, &rowSplitForwardKernel<HalfTag, kHeadDimV, kTileKeys>,
+             &rowSplitForwardKernel<Bf16Tag, kHeadDimV, kTileKeys>, 1, kEvenSplit, true, kTileKeys);
 }
 
 }  // namespace
@@ -21,6 +22,8 @@ void appendRowSplit(ForwardInstanceList& out) {
 void appendSmallForwardInstances(ForwardInstanceList& out) {
   appendRowSplit<64>(out);
   appendRowSplit<128>(out);
+  appendRowSplit<64, kRowSplitWideKeys>(out);
+  appendRowSplit<128, kRowSplitWideKeys>(out);
   appendRowSplit<192>(out);
   appendRowSplit<256>(out);
   // The split of the columns serves d_v 65..256 with attention slices, and where a tuned config

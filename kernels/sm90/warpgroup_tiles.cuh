@@ -214,13 +214,19 @@ FFPA_DEVICE void produceStep(int i, uint32_t singleEmpty, uint32_t ringEmpty0, L
 
 // The producer: loads the 64 x 64 boxes `blocks` of `map` (over [batch][head][row][d]) at row
 // `row` into consecutive blocks from `shared`, completing on `barrier` (one arrival announcing
-// all their bytes; boxes past the tensor's d read as zeros).
+// all their bytes; boxes past the tensor's d, or its rows, read as zeros). kRowBoxes > 1: the
+// blocks hold 64 kRowBoxes rows each, kRowBoxes boxes stacked (rows `row` + 64 i at kBlockBytes
+// i), a tile of as many keys as one wgmma B operand (the row split's wide KV tiles).
+template <int kRowBoxes = 1>
 FFPA_DEVICE void loadBlocks(const TensorMap* map, uint32_t shared, BlockShare blocks, int row, int64_t head,
                             int64_t batch, uint32_t barrier) {
-  mbarrierArriveExpectTx(barrier, blocks.count * kBlockBytes);
+  mbarrierArriveExpectTx(barrier, blocks.count * kRowBoxes * kBlockBytes);
   for (int b = 0; b < blocks.count; ++b) {
-    tmaLoad4d(shared + b * kBlockBytes, map, (blocks.first + b) * kBlockColumns, row, int(head), int(batch),
-              barrier);
+    #pragma unroll
+    for (int box = 0; box < kRowBoxes; ++box) {
+      tmaLoad4d(shared + (b * kRowBoxes + box) * kBlockBytes, map, (blocks.first + b) * kBlockColumns,
+                row + box * kKeys, int(head), int(batch), barrier);
+    }
   }
 }
 
@@ -258,16 +264,16 @@ FFPA_DEVICE Lane lane() {
 
 // --- Masks ------------------------------------------------------------------------------------------
 
-// Whether every row of the warp sees every column of the 64-column tile from `first`, given the
-// spans [begin, end) of visible columns of the thread's two rows (keys of query rows, or queries
-// of key rows): one answer for the warp, so that it skips the mask of a tile its rows see whole
-// (every tile but the diagonal ones of a causal mask, a last one past the end, a slice's edges)
-// on a branch that does not diverge.
+// Whether every row of the warp sees every column of the tile of `columns` columns (64 unless
+// the row split's wide KV tiles) from `first`, given the spans [begin, end) of visible columns of
+// the thread's two rows (keys of query rows, or queries of key rows): one answer for the warp, so
+// that it skips the mask of a tile its rows see whole (every tile but the diagonal ones of a
+// causal mask, a last one past the end, a slice's edges) on a branch that does not diverge.
 template <class Span>
-FFPA_DEVICE bool warpSeesWholeTile(const Span (&span)[2], int first) {
+FFPA_DEVICE bool warpSeesWholeTile(const Span (&span)[2], int first, int columns = kKeys) {
   bool whole = true;
   #pragma unroll
-  for (int half = 0; half < 2; ++half) whole = whole && span[half].begin <= first && span[half].end >= first + kKeys;
+  for (int half = 0; half < 2; ++half) whole = whole && span[half].begin <= first && span[half].end >= first + columns;
   return warpAll(whole);
 }
 
@@ -302,10 +308,12 @@ FFPA_DEVICE void tileProbabilities(float (&t)[kTileRegisters], const Span (&span
   }
 }
 
-// S[64, 64] = A[64, k] B[64, k]^T over `blocks` 64-column blocks (k = 64 * blocks), both operands
-// K-major blocks kBlockBytes apart (Q and K, or dO and V). The columns of the last block past the
-// head dim read as zeros (TMA fills them), so whole blocks are multiplied. Zero when blocks is 0 (a
-// CTA of a cluster holding no block of the head dim).
+// S[64, N] = A[64, k] B[N, k]^T over `blocks` 64-column blocks (k = 64 * blocks), both operands
+// K-major blocks (Q and K, or dO and V): A's kBlockBytes apart, B's N rows of 128 bytes apart
+// (N = 64, the tile of every kernel, or the row split's wide KV tiles of 128 keys; N = 2 R for an
+// S of R registers per thread). The columns of the last block past the head dim read as zeros
+// (TMA fills them), so whole blocks are multiplied. Zero when blocks is 0 (a CTA of a cluster
+// holding no block of the head dim).
 // One wgmma.fence per block, in the loop, and the four k16 steps of a block unrolled: a runtime
 // loop of single steps makes ptxas inject a warpgroup.arrive before every wgmma (C7519).
 // Split in two where other work should run while the tensor cores compute S: issueScoreProduct
@@ -314,8 +322,10 @@ FFPA_DEVICE void tileProbabilities(float (&t)[kTileRegisters], const Span (&span
 // group and every wgmma accumulates, so that nothing writes `s` while the group may be in
 // flight (ptxas serializes wgmma otherwise when other groups are in flight with it, C7515);
 // finishScoreProduct then has nothing to zero.
-template <class Tag, bool kZeroFirst = false>
-FFPA_DEVICE void issueScoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int blocks) {
+template <class Tag, bool kZeroFirst = false, int R>
+FFPA_DEVICE void issueScoreProduct(float (&s)[R], uint32_t a, uint32_t b, int blocks) {
+  constexpr int kN = 2 * R;
+  static_assert(kN % kKeys == 0 && kN <= 256, "B: whole 64-row boxes, one wgmma wide");
   if constexpr (kZeroFirst) {
     for (float& value : s) value = 0.0f;
   }
@@ -324,23 +334,25 @@ FFPA_DEVICE void issueScoreProduct(float (&s)[kTileRegisters], uint32_t a, uint3
     wgmmaFence();
     #pragma unroll
     for (int step = 0; step < kBlockColumns / 16; ++step) {
-      const uint32_t offset = block * kBlockBytes + step * 32;  // k16 step: 32 bytes into the rows
-      wgmmaSS<kKeys, false>(s, matrixDescriptor(a + offset, 16, 1024), matrixDescriptor(b + offset, 16, 1024),
-                            kZeroFirst || block > 0 || step > 0, Tag());
+      const uint32_t column = step * 32;  // k16 step: 32 bytes into the rows
+      wgmmaSS<kN, false>(s, matrixDescriptor(a + block * kBlockBytes + column, 16, 1024),
+                         matrixDescriptor(b + block * (kN * 128) + column, 16, 1024), kZeroFirst || block > 0 || step > 0,
+                         Tag());
     }
   }
   wgmmaCommit();
 }
 
-FFPA_DEVICE void finishScoreProduct(float (&s)[kTileRegisters], int blocks) {
+template <int R>
+FFPA_DEVICE void finishScoreProduct(float (&s)[R], int blocks) {
   wgmmaFenceOperands(s);
   if (blocks == 0) {
     for (float& value : s) value = 0.0f;
   }
 }
 
-template <class Tag>
-FFPA_DEVICE void scoreProduct(float (&s)[kTileRegisters], uint32_t a, uint32_t b, int blocks) {
+template <class Tag, int R>
+FFPA_DEVICE void scoreProduct(float (&s)[R], uint32_t a, uint32_t b, int blocks) {
   issueScoreProduct<Tag>(s, a, b, blocks);
   wgmmaWait<0>();
   finishScoreProduct(s, blocks);
@@ -380,30 +392,34 @@ FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b, int 
   wgmmaCommit();
 }
 
-// The warpgroup's tile `t` (64 x 64 keys), rounded to 16 bits, as the A operand of wgmmaRS: the
-// accumulator layout packed pairwise, k16 step s in a[4 s .. 4 s + 3] (sm90/ptx.cuh).
+// The warpgroup's tile `t` (64 rows x 2 R keys; R = 32 for a tile of 64), rounded to 16 bits, as
+// the A operand of wgmmaRS: the accumulator layout packed pairwise, k16 step s in a[4 s .. 4 s +
+// 3] (sm90/ptx.cuh).
 constexpr int kTileFragmentRegisters = kTileRegisters / 2;
-template <class Tag>
-FFPA_DEVICE void packTile16(uint32_t (&a)[kTileFragmentRegisters], const float (&t)[kTileRegisters]) {
+template <class Tag, int R>
+FFPA_DEVICE void packTile16(uint32_t (&a)[R], const float (&t)[2 * R]) {
   #pragma unroll
-  for (int i = 0; i < kTileFragmentRegisters; ++i) a[i] = packPair(t[2 * i], t[2 * i + 1], Tag());
+  for (int i = 0; i < R; ++i) a[i] = packPair(t[2 * i], t[2 * i + 1], Tag());
 }
 
 // issueKeyProduct with A from the registers `a` (packTile16; P for O += P V) instead of shared
-// memory, N up to 256. The wgmma reads `a` until a wgmmaWait has seen the group complete: nothing
-// may write `a` before then (wgmmaFenceOperands(a) after that wait keeps the next packTile16
-// below it).
-template <int N, class Tag>
-FFPA_DEVICE void issueKeyProductFromRegisters(float (&d)[N / 2], uint32_t (&a)[kTileFragmentRegisters], uint32_t b) {
+// memory, N up to 256, over the R / 4 k16 steps of a tile of 4 R keys (64, or the row split's wide
+// 128): B's 64-column blocks hold 4 R rows each (forwardRowSplitLayout). The wgmma reads `a`
+// until a wgmmaWait has seen the group complete: nothing may write `a` before then
+// (wgmmaFenceOperands(a) after that wait keeps the next packTile16 below it).
+template <int N, class Tag, int R>
+FFPA_DEVICE void issueKeyProductFromRegisters(float (&d)[N / 2], uint32_t (&a)[R], uint32_t b) {
   static_assert(N % kBlockColumns == 0 && N <= 256, "whole 64-column blocks, one wgmma wide");
+  constexpr int kTileKeys = 4 * R;
+  static_assert(kTileKeys % kKeys == 0, "B: whole 64-row boxes");
   wgmmaFenceOperands(d);  // the caller's rescaling of d stays before the fence
   wgmmaFenceOperands(a);  // and its packing of a
   wgmmaFence();           // ordinary writes of d and a before the wgmma reads them
   #pragma unroll
-  for (int step = 0; step < kKeys / 16; ++step) {
-    // B: 16 keys = 2048 bytes per step.
+  for (int step = 0; step < kTileKeys / 16; ++step) {
+    // B: 16 keys = 2048 bytes per step; its 64-column blocks kTileKeys rows of 128 bytes apart.
     wgmmaRS<N, true>(d, *reinterpret_cast<const uint32_t(*)[4]>(&a[4 * step]),
-                     matrixDescriptor(b + 2048 * step, kBlockBytes, 1024), true, Tag());
+                     matrixDescriptor(b + 2048 * step, kTileKeys * 128, 1024), true, Tag());
   }
   wgmmaCommit();
 }

@@ -43,12 +43,12 @@ int64_t forwardGridBlocksX(const AttentionProblem& p, int kvSharing, bool rowSpl
 
 int rowSplitHeadDimV(int64_t headDimV) { return roundedHeadDimV(headDimV, kBlockColumns, kBlockColumns); }
 
-ForwardArguments forwardLayoutFor(const AttentionProblem& p, bool rowSplit) {
+ForwardArguments forwardLayoutFor(const AttentionProblem& p, bool rowSplit, int tileKeys) {
   ForwardArguments a{};
   a.headDimQk = static_cast<int32_t>(p.headDimQk);
   a.headDimV = static_cast<int32_t>(p.headDimV);
   if (rowSplit) {
-    forwardRowSplitLayout(a);
+    forwardRowSplitLayout(a, tileKeys);
   } else {
     forwardLayout(a);
   }
@@ -117,8 +117,21 @@ bool rowSplitByDefault(const AttentionProblem& p) {
   return forwardLayoutFor(p, true).kBuffers == 2 || !forwardRefusal(p).empty();
 }
 
+bool rowSplitWideKeysServe(const AttentionProblem& p) {
+  return rowSplitRefusal(p).empty() && rowSplitHasWideKeys(rowSplitHeadDimV(p.headDimV)) &&
+         forwardLayoutFor(p, true, kRowSplitWideKeys).sharedBytes <= kMaxSharedBytes;
+}
+
+// With one K buffer of 128 keys, S(j + 1) waits for K(j + 1), which loads only once both
+// consumers' S(j) is done: 64 keys with two buffers instead (d_qk 208..320 at d_v 128).
+int rowSplitTileKeysByDefault(const AttentionProblem& p) {
+  return rowSplitWideKeysServe(p) && forwardLayoutFor(p, true, kRowSplitWideKeys).kBuffers == 2 ? kRowSplitWideKeys
+                                                                                                 : kKeys;
+}
+
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
-                                int exp2Emulated, int kvSharing, int overlap, bool rowSplit, int pingpong) {
+                                int exp2Emulated, int kvSharing, int overlap, bool rowSplit, int pingpong,
+                                int tileKeys) {
   ForwardCall call{};
   ForwardArguments& a = call.arguments;
   a.o = tensors.out;
@@ -143,9 +156,12 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   if (rowSplit) {
     require(rowSplitRefusal(p).empty() && kvSharing == 1 && overlap == 0, FFPA_STATUS_INTERNAL_ERROR,
             "the sm90 forward's row split serves d_v up to 256 without slices, K and V sharing or overlap");
+    require(tileKeys == kKeys || (tileKeys == kRowSplitWideKeys && rowSplitWideKeysServe(p)),
+            FFPA_STATUS_INTERNAL_ERROR, "the sm90 forward's row split takes KV tiles of 64 keys, or 128 where they fit");
     call.clusterSize = 1;
-    forwardRowSplitLayout(a);
+    forwardRowSplitLayout(a, tileKeys);
   } else {
+    require(tileKeys == kKeys, FFPA_STATUS_INTERNAL_ERROR, "the sm90 forward's split of the columns takes 64 keys");
     forwardLayout(a);
   }
   call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);

@@ -33,8 +33,18 @@ bool rowSplitByDefault(const AttentionProblem& problem);
 int rowSplitHeadDimV(int64_t headDimV);
 
 // The layout (shared memory, K buffers) of the instance for `problem`'s head dims: the row split's
-// (forwardRowSplitLayout) or the split of the columns' (forwardLayout).
-ForwardArguments forwardLayoutFor(const AttentionProblem& problem, bool rowSplit);
+// (forwardRowSplitLayout, KV tiles of `tileKeys` keys) or the split of the columns' (forwardLayout).
+ForwardArguments forwardLayoutFor(const AttentionProblem& problem, bool rowSplit, int tileKeys = kKeys);
+
+// Whether the row split serves `problem` with KV tiles of kRowSplitWideKeys keys: d_v up to
+// kRowSplitWideMaxHeadDimV, and d_qk up to what shared memory holds (with one K buffer, 320 at d_v
+// 128 and 384 at d_v 64).
+bool rowSplitWideKeysServe(const AttentionProblem& problem);
+
+// The row split's keys per KV tile when nothing asks otherwise (the "tile_keys" launch
+// parameter): kRowSplitWideKeys where they serve with two K buffers (d_qk up to 192 at d_v 128,
+// 256 at d_v 64), else kKeys.
+int rowSplitTileKeysByDefault(const AttentionProblem& problem);
 
 // The d_v of the instance that serves `headDimV` (65..1024): the next multiple of 64 up to 512
 // (one CTA; 128 at least), of 128 above (a cluster of two CTAs of whole 64-column blocks each).
@@ -69,9 +79,10 @@ bool overlapApplies(const AttentionProblem& problem, int kvSharing);
 // the emulator). `exp2Emulated`: FFPA_POLICY_EXP2_EMULATION (0..8); `kvSharing`: kvSharingFor();
 // `overlap`: ForwardArguments::overlap (0 where overlapApplies is false); `rowSplit`: the row
 // split's kernel (rowSplitRefusal empty; kvSharing 1 and overlap 0), else the split of the columns;
-// `pingpong`: ForwardArguments::pingpong (the row split's only).
+// `pingpong`: ForwardArguments::pingpong (the row split's only); `tileKeys`: keys per KV tile (the
+// row split's kRowSplitWideKeys where rowSplitWideKeysServe, else kKeys).
 ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
                                 int exp2Emulated = 0, int kvSharing = 1, int overlap = 0, bool rowSplit = false,
-                                int pingpong = 0);
+                                int pingpong = 0, int tileKeys = kKeys);
 
 }  // namespace ffpa::sm90

@@ -26,11 +26,12 @@ const ForwardInstanceList& instances() {
 #endif
 }
 
-const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing, int split, bool rowSplit) {
+const ForwardInstance* findInstance(const AttentionProblem& problem, int kvSharing, int split, bool rowSplit,
+                                    int tileKeys) {
   const int headDimV = rowSplit ? rowSplitHeadDimV(problem.headDimV) : instanceHeadDimV(problem.headDimV);
   for (const ForwardInstance& instance : instances()) {
     if (instance.headDimV == headDimV && instance.dtype == problem.dtype && instance.kvSharing == kvSharing &&
-        instance.split == split && instance.rowSplit == rowSplit) {
+        instance.split == split && instance.rowSplit == rowSplit && instance.tileKeys == tileKeys) {
       return &instance;
     }
   }
@@ -58,7 +59,8 @@ class ForwardPlan final : public PlanPayload {
 
   void launch(const LaunchArgs& args) const override {
     const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_,
-                                                 instance_.kvSharing, overlap_, instance_.rowSplit, pingpong_);
+                                                 instance_.kvSharing, overlap_, instance_.rowSplit, pingpong_,
+                                                 instance_.tileKeys);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -89,12 +91,14 @@ struct LaunchChoice {
   int overlap;  // ForwardArguments::overlap, where overlapApplies
   bool rowSplit;
   int pingpong;  // ForwardArguments::pingpong, the row split's
+  int tileKeys;  // keys per KV tile: the row split's choice, else kKeys
 };
 
 // Where the problem has both arrangements (d_v 65..256 without slices), the row split is the
 // default ("row_split": 1) where its shared memory holds two K buffers, unless K and V sharing
 // is asked for, which the split of the columns does; d_v up to 64 has the row split only, sliced
-// problems the split of the columns only.
+// problems the split of the columns only. The row split's KV tiles ("tile_keys"): 128 keys by
+// default where they fit with two K buffers (rowSplitTileKeysByDefault), else 64.
 LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   const AttentionProblem& problem = r.problem;
   const bool rowSplitServes = rowSplitRefusal(problem).empty();
@@ -108,6 +112,8 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   int overlap = 1;
   // The row split's consumers take turns by default, as FlashAttention-3's (kernels.rst).
   int pingpong = 1;
+  int tileKeys = rowSplitTileKeysByDefault(problem);
+  const int wideKeys = rowSplitWideKeysServe(problem) ? kRowSplitWideKeys : kKeys;
   // Every problem has a choice (the overlap, at least), so a launch config always applies; what
   // is no choice for the problem is reset below.
   const bool sharable = kvSharingFor(problem, true) > 1;
@@ -117,15 +123,18 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
        {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
        {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }},
        {"row_split", 0, 1, 1, std::nullopt, [&](int64_t value) { rowSplit = int(value); }},
-       {"pingpong", 0, 1, 1, std::nullopt, [&](int64_t value) { pingpong = int(value); }}},
+       {"pingpong", 0, 1, 1, std::nullopt, [&](int64_t value) { pingpong = int(value); }},
+       {"tile_keys", kKeys, wideKeys, kKeys, std::nullopt, [&](int64_t value) { tileKeys = int(value); }}},
       notes);
   // K and V sharing, where asked for (the knob or a tuned config), is the split of the columns'.
   const bool sharing = sharable && multicast && columnsServe;
-  if (rowSplitServes && (rowSplit != 0 || !columnsServe) && !sharing) return {1, kEvenSplit, 0, true, pingpong};
+  if (rowSplitServes && (rowSplit != 0 || !columnsServe) && !sharing) {
+    return {1, kEvenSplit, 0, true, pingpong, tileKeys};
+  }
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
   if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
   if (!overlapApplies(problem, kvSharing)) overlap = 0;
-  return {kvSharing, split, overlap, false, 0};
+  return {kvSharing, split, overlap, false, 0, kKeys};
 }
 
 // What the planner decided, or why not.
@@ -159,12 +168,12 @@ Resolution resolve(const PlanRequest& r) {
   }
   Resolution d;
   const LaunchChoice choice = launchChoiceOf(r, d.notes);
-  d.instance = findInstance(problem, choice.kvSharing, choice.split, choice.rowSplit);
+  d.instance = findInstance(problem, choice.kvSharing, choice.split, choice.rowSplit, choice.tileKeys);
   d.overlap = choice.overlap;
   d.pingpong = choice.pingpong;
   if (d.instance == nullptr) return notApplicable(cat("no instance for d_v = ", problem.headDimV));
   if (std::string why = mmaSyncKnobSet(r.policy); !why.empty()) return notApplicable(std::move(why));
-  const uint32_t shared = forwardLayoutFor(problem, choice.rowSplit).sharedBytes;
+  const uint32_t shared = forwardLayoutFor(problem, choice.rowSplit, choice.tileKeys).sharedBytes;
   if (shared > r.device.sharedMemPerBlockOptin) {
     return notApplicable(cat("needs ", shared, " bytes of shared memory per block; the device allows ",
                              r.device.sharedMemPerBlockOptin));
@@ -183,17 +192,27 @@ Support supports(const PlanRequest& r) { return resolve(r).support; }
 // Runtime autotune's search space: for the kernel that does not share K and V, each split of
 // the columns where the split is a choice, each with and without the consumers' overlap; where
 // sharing applies, also the kernel that shares them (which splits evenly and does not overlap);
-// where the row split serves too, it besides them, with and without its consumers' turns (where
-// it alone serves, d_v up to 64, only those).
+// where the row split serves too, it besides them, with and without its consumers' turns, each
+// with KV tiles of 64 keys and, where they serve, 128 (where it alone serves, d_v up to 64, only
+// those).
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const bool rowSplit = rowSplitRefusal(r.problem).empty();
-  if (rowSplit && !forwardRefusal(r.problem).empty()) return {{{"pingpong", 1}}, {{"pingpong", 0}}};
-  const bool sharing = kvSharingFor(r.problem, true) > 1;
+  const bool wideKeys = rowSplitWideKeysServe(r.problem);
   std::vector<tuning::LaunchConfig> all;
   if (rowSplit) {
-    all.push_back({{"row_split", 1}, {"pingpong", 1}});
-    all.push_back({{"row_split", 1}, {"pingpong", 0}});
+    const bool alone = !forwardRefusal(r.problem).empty();
+    for (const int keys : {kRowSplitWideKeys, kKeys}) {
+      if (keys != kKeys && !wideKeys) continue;
+      for (const int pingpong : {1, 0}) {
+        tuning::LaunchConfig config{{"pingpong", pingpong}};
+        if (!alone) config["row_split"] = 1;
+        if (wideKeys) config["tile_keys"] = keys;
+        all.push_back(std::move(config));
+      }
+    }
+    if (alone) return all;
   }
+  const bool sharing = kvSharingFor(r.problem, true) > 1;
   const std::vector<int> splits =
       splitTunable(r.problem, 1) ? std::vector<int>{kEvenSplit, kSkewedSplit} : std::vector<int>{-1};
   const std::vector<int> overlaps = overlapApplies(r.problem, 1) ? std::vector<int>{0, 1} : std::vector<int>{-1};
@@ -220,17 +239,18 @@ Plan plan(const PlanRequest& r) {
     allowDynamicSharedMemory(instance.kernel, r.device, "sm90 forward kernel");
   }
   Plan plan;
-  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split, instance.rowSplit);
+  plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split, instance.rowSplit,
+                             instance.tileKeys);
   plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap, d.pingpong);
   const std::string grid = cat(" grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated,
                                "/8", d.notes);
   if (instance.rowSplit) {
-    const ForwardArguments layout = forwardLayoutFor(r.problem, true);
-    plan.config = cat("Br=", kRowSplitRows, " Bc=", kKeys, " warpgroups=1+2 threads=", kThreads,
+    const ForwardArguments layout = forwardLayoutFor(r.problem, true, instance.tileKeys);
+    plan.config = cat("Br=", kRowSplitRows, " Bc=", instance.tileKeys, " warpgroups=1+2 threads=", kThreads,
                       " d_v<=", instance.headDimV, " cluster=1 rows=", kRows, "+", kRows, " columns=", instance.headDimV,
                       " pingpong=", d.pingpong, " k_buffers=", layout.kBuffers,
                       " v_buffers=2 smem=", layout.sharedBytes,
-                      " tma=64x64 swizzle=128B wgmma=m64n64k16", grid);
+                      " tma=64x64 swizzle=128B wgmma=m64n", instance.tileKeys, "k16", grid);
     return plan;
   }
   const int columnCtas = clusterSizeFor(instance.headDimV);
@@ -274,10 +294,12 @@ std::string mmaSyncKnobSet(const Policy& policy) {
 
 bool compiled() { return !instances().empty(); }
 
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split, bool rowSplit) {
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split, bool rowSplit,
+                         int tileKeys) {
   const bool otherSplit = !rowSplit && split != defaultForwardSplit(clusterSizeFor(instanceHeadDimV));
   return cat(kForwardVariantName, ".", dtype == FFPA_DATA_TYPE_FLOAT16 ? "f16" : "bf16", ".d", instanceHeadDimV,
              kvSharing > 1 ? cat(".kv", kvSharing) : std::string(), rowSplit ? ".row_split" : "",
+             tileKeys != kKeys ? cat(".bc", tileKeys) : std::string(),
              otherSplit ? (split == kEvenSplit ? ".even" : ".skewed") : "");
 }
 

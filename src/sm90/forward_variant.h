@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/kernel_registry.h"
+#include "sm90/forward_params.h"
 
 #include <ffpa/ffpa.h>
 
@@ -18,8 +19,10 @@ constexpr const char* kForwardVariantName = "sm90.forward";
 // shared by two CTAs, "sm90.forward.bf16.d512.kv2"; with the consumers' split of the columns that
 // is not the default for its cluster size (kernels/sm90/forward_params.h),
 // "sm90.forward.bf16.d512.skewed" or "sm90.forward.bf16.d1024.even"; the row split of d_v up to
-// 256 (rowSplit), "sm90.forward.bf16.d128.row_split".
-std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split, bool rowSplit = false);
+// 256 (rowSplit), "sm90.forward.bf16.d128.row_split", and with its KV tiles of 128 keys (tileKeys),
+// "sm90.forward.bf16.d128.row_split.bc128".
+std::string instanceName(ffpaDataType_t dtype, int instanceHeadDimV, int kvSharing, int split, bool rowSplit = false,
+                         int tileKeys = kKeys);
 
 // Whether this build compiled the sm_90a kernels (build_arch contains 90a).
 bool compiled();

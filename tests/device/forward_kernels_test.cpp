@@ -961,7 +961,8 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
   // The Hopper forward with the split of the columns between its consumers that is not the
   // default: one CTA skewed (consumer 1 with 320 columns at d_v 512), clusters even; and one CTA
   // whose consumer 1 runs a tile behind (overlap, the default) or not, with either split; the row
-  // split with its consumers issuing their products freely instead of taking turns (pingpong 0).
+  // split with its consumers issuing their products freely instead of taking turns (pingpong 0),
+  // and with KV tiles of 64 keys where 128 is the default (tile_keys 64, d_v up to 128).
   const std::string even = R"({"split": 0})";
   const std::string skewedOverlap = R"({"split": 1, "overlap": 1})", overlap = R"({"overlap": 1})";
   const std::string skewedApart = R"({"split": 1, "overlap": 0})", apart = R"({"overlap": 0})";
@@ -975,7 +976,9 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
                    forward_entry("sm90.forward", "fp16", 128, R"({"row_split": 0})") + "," +
                    forward_entry("sm90.forward", "bf16", 256, R"({"row_split": 0, "overlap": 0})") + "," +
                    forward_entry("sm90.forward", "bf16", 192, R"({"pingpong": 0})") + "," +
-                   forward_entry("sm90.forward", "fp16", 64, R"({"pingpong": 0})"));
+                   forward_entry("sm90.forward", "fp16", 64, R"({"pingpong": 0, "tile_keys": 64})") + "," +
+                   forward_entry("sm90.forward", "bf16", 64, R"({"pingpong": 0})") + "," +
+                   forward_entry("sm90.forward", "bf16", 128, R"({"tile_keys": 64})"));
   Handle handle;
   handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 1);
   dir.use(handle);
@@ -1026,7 +1029,16 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
       {{make_config(attention_shape(2, 2, 1, 257, 190, 48, 48, CausalMask::none), DType::float16,
                     LayoutKind::padded_aligned, 0.0),
         false, 46419},
-       "sm90.forward.f16.d64.row_split", "pingpong=0"},
+       "sm90.forward.f16.d64.row_split", "Bc=64 "},
+      {{make_config(attention_shape(1, 4, 1, 300, 461, 64, 64, CausalMask::top_left), DType::bfloat16,
+                    LayoutKind::bnhd, 0.0),
+        true, 46420},
+       "sm90.forward.bf16.d64.row_split.bc128", "pingpong=0"},
+      // The row split's KV tiles of 64 keys at d_v 128 (128 by default).
+      {{make_config(attention_shape(2, 2, 2, 301, 515, 128, 128, CausalMask::bottom_right), DType::bfloat16,
+                    LayoutKind::bhnd, 0.0),
+        true, 46421},
+       "sm90.forward.bf16.d128.row_split", "Bc=64 "},
   };
   for (const Case& c : cases) check_planned_forward(handle, workspace, c.test, c.kernel, c.setting);
 }

@@ -80,15 +80,27 @@ int launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::s
   }
 }
 
-template <class Tag, int kHeadDimV>
+template <class Tag, int kHeadDimV, int kTileKeys = ffpa::sm90::kKeys>
 void launchRowSplitInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
   ffpa::emulation::launch(
-      config, [](const ffpa::sm90::ForwardParams& p) { ffpa::kernels::sm90::RowSplitForwardKernel<Tag, kHeadDimV>::run(p); },
+      config,
+      [](const ffpa::sm90::ForwardParams& p) {
+        ffpa::kernels::sm90::RowSplitForwardKernel<Tag, kHeadDimV, kTileKeys>::run(p);
+      },
       params);
 }
 
 template <class Tag>
-void launchRowSplit(int headDimV, const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+void launchRowSplit(int headDimV, int tileKeys, const ffpa::emulation::Config& config,
+                    const ffpa::sm90::ForwardParams& params) {
+  constexpr int kWide = ffpa::sm90::kRowSplitWideKeys;
+  if (tileKeys == kWide) {
+    switch (headDimV) {
+      case 64: return launchRowSplitInstance<Tag, 64, kWide>(config, params);
+      case 128: return launchRowSplitInstance<Tag, 128, kWide>(config, params);
+      default: throw std::invalid_argument("no sm90 row split instance of 128 keys for d_v " + std::to_string(headDimV));
+    }
+  }
   switch (headDimV) {
     case 64: return launchRowSplitInstance<Tag, 64>(config, params);
     case 128: return launchRowSplitInstance<Tag, 128>(config, params);
@@ -99,10 +111,10 @@ void launchRowSplit(int headDimV, const ffpa::emulation::Config& config, const f
 }
 
 // split, overlap: -1 for the planner's default; rowSplit: -1 for the planner's default
-// (rowSplitByDefault, K and V not shared), else 0 or 1; pingpong (the row split's): -1 for the
-// planner's default (1), else 0 or 1.
+// (rowSplitByDefault, K and V not shared), else 0 or 1; pingpong and tileKeys (the row split's): -1
+// for the planner's defaults (1; rowSplitTileKeysByDefault), else 0 or 1 and 64 or 128.
 ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const InputEdit& edit = {}, int split = -1,
-                       int overlap = -1, int rowSplit = -1, int pingpong = -1) {
+                       int overlap = -1, int rowSplit = -1, int pingpong = -1, int tileKeys = -1) {
   ForwardTensors t = forwardTensors(c);
   if (edit) edit(t);
   // The case's slices as the library holds them, read by the emulated kernel from the host.
@@ -129,8 +141,13 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   if (rows) overlap = 0;
   if (overlap < 0) overlap = ffpa::sm90::overlapApplies(problem, kvSharing) ? 1 : 0;
   pingpong = rows ? (pingpong < 0 ? 1 : pingpong) : 0;
-  const ffpa::sm90::ForwardCall call =
-      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap, rows, pingpong);
+  if (!rows) {
+    tileKeys = ffpa::sm90::kKeys;
+  } else if (tileKeys < 0) {
+    tileKeys = ffpa::sm90::rowSplitTileKeysByDefault(problem);
+  }
+  const ffpa::sm90::ForwardCall call = ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated,
+                                                                       kvSharing, overlap, rows, pingpong, tileKeys);
   ffpa::sm90::ForwardParams params;
   static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
   params.qMap = call.q;
@@ -149,11 +166,11 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   config.scheduleSeed = c.scheduleSeed;
   if (rows) {
     if (c.dtype == DType::bfloat16) {
-      launchRowSplit<ffpa::kernels::Bf16Tag>(instance, config, params);
+      launchRowSplit<ffpa::kernels::Bf16Tag>(instance, tileKeys, config, params);
     } else {
-      launchRowSplit<ffpa::kernels::HalfTag>(instance, config, params);
+      launchRowSplit<ffpa::kernels::HalfTag>(instance, tileKeys, config, params);
     }
-    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong);
+    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(tileKeys);
     finishOutcome(c, t, out);
     return out;
   }
@@ -179,9 +196,9 @@ AttentionCase sweepCase(int index, const int (&dim)[2], DType dtype, int kvLengt
 }
 
 void runAndCheckSm90(const AttentionCase& c, bool gridDnhb = false, int split = -1, int overlap = -1,
-                     int rowSplit = -1, int pingpong = -1) {
+                     int rowSplit = -1, int pingpong = -1, int tileKeys = -1) {
   try {
-    checkForward(c, runSm90(c, gridDnhb, {}, split, overlap, rowSplit, pingpong));
+    checkForward(c, runSm90(c, gridDnhb, {}, split, overlap, rowSplit, pingpong, tileKeys));
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
@@ -213,21 +230,28 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
   // d_v up to 64 (16, 48: most of the block past d_v) on the 64 instance, which only this
   // arrangement has; d_qk != d_v both ways; both dtypes, layouts, LSE or none.
   // d_qk 448 and 512: one K buffer (S(j + 1) loads into the buffer S(j) read); 512 with d_v 64
-  // is the largest d_qk shared memory holds.
-  const int dims[][2] = {{64, 64},   {32, 48},   {16, 16},   {96, 64},  {128, 128}, {64, 192},
-                         {256, 256}, {224, 240}, {320, 256}, {448, 64}, {512, 64}};
+  // is the largest d_qk shared memory holds. Up to d_v 128 KV tiles of 128 keys (the default
+  // where they fit: two stacked boxes per block of K and V, S m64n128, 8 k16 steps of P V) and of
+  // 64; at d_qk 320 / d_v 128 and 384 / 64 the wide tiles fit with one K buffer only.
+  const int dims[][2] = {{64, 64},   {32, 48},   {16, 16},   {96, 64},  {128, 128}, {64, 192}, {256, 256},
+                         {224, 240}, {320, 256}, {448, 64},  {512, 64}, {320, 128}, {384, 64}};
   int index = 0;
   for (const auto& dim : dims) {
     AttentionCase c = sweepCase(index, dim, index % 2 ? DType::bfloat16 : DType::float16, 190, 1500);
     c.scheduleSeed = index % 3 == 0 ? 0 : 40 + index;
-    try {
-      // The consumers take turns (the default) in two of every three cases.
-      const int pingpong = index % 3 == 2 ? 0 : 1;
-      const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, -1, -1, 1, pingpong);
-      CHECK(out.config == "rows=64+64 pingpong=" + std::to_string(pingpong));
-      checkForward(c, out);
-    } catch (const std::exception& e) {
-      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    const bool wide = ffpa::sm90::rowSplitWideKeysServe(forwardTensors(c).problem);
+    // Where both serve, the 64-key tiles too.
+    for (const int keys : {ffpa::sm90::kRowSplitWideKeys, ffpa::sm90::kKeys}) {
+      if (keys != ffpa::sm90::kKeys && !wide) continue;
+      try {
+        // The consumers take turns (the default) in two of every three cases.
+        const int pingpong = (index + keys / 64) % 3 == 2 ? 0 : 1;
+        const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, -1, -1, 1, pingpong, keys);
+        CHECK(out.config == "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(keys));
+        checkForward(c, out);
+      } catch (const std::exception& e) {
+        FAIL_CHECK(c.toString() << " keys " << keys << "\n  " << std::string(e.what()));
+      }
     }
     ++index;
   }
@@ -241,6 +265,7 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
     CausalMask mask;
   } shapes[] = {{200, 333, CausalMask::top_left}, {200, 333, CausalMask::bottom_right}, {50, 300, CausalMask::none},
                 {300, 130, CausalMask::bottom_right}, {129, 129, CausalMask::top_left}};
+  // At d 128 the default tiles are of 128 keys; the unseeded order runs 64-key tiles too.
   for (const auto& shape : shapes) {
     for (const uint64_t seed : {0u, 7u}) {
       AttentionCase c;
@@ -250,6 +275,7 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
       c.scheduleSeed = seed;
       c.start = 1520 + index++;
       runAndCheckSm90(c);
+      if (seed == 0) runAndCheckSm90(c, false, -1, -1, 1, 1, ffpa::sm90::kKeys);
     }
   }
   // exp2 emulated for some column groups: the consumers' other copy.

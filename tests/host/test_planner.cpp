@@ -390,30 +390,47 @@ TEST_CASE("runtime autotune of the Hopper forward times the row split against th
     MESSAGE("skipped: " << support.reason);
     return;
   }
-  // d_v 128: the row split with and without its consumers' turns, the split of the columns with
-  // and without the overlap, and the columns' kernel that shares K and V. d_v 64: the row split
-  // alone, with and without the turns.
+  // d_v 128: the row split with and without its consumers' turns, each with KV tiles of 128 and
+  // of 64 keys, the split of the columns with and without the overlap, and the columns' kernel
+  // that shares K and V. d_v 64: the row split alone, with and without the turns, 128 and 64 keys.
   CHECK(sm90->candidates(request) ==
-        std::vector<tuning::LaunchConfig>{{{"pingpong", 1}, {"row_split", 1}},
-                                          {{"pingpong", 0}, {"row_split", 1}},
+        std::vector<tuning::LaunchConfig>{{{"pingpong", 1}, {"row_split", 1}, {"tile_keys", 128}},
+                                          {{"pingpong", 0}, {"row_split", 1}, {"tile_keys", 128}},
+                                          {{"pingpong", 1}, {"row_split", 1}, {"tile_keys", 64}},
+                                          {{"pingpong", 0}, {"row_split", 1}, {"tile_keys", 64}},
                                           {{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}},
                                           {{"kv_multicast", 0}, {"overlap", 1}, {"row_split", 0}},
                                           {{"kv_multicast", 1}}});
   const PlanRequest narrow{packedProblem(64), policy, hopper(), nullptr};
-  CHECK(sm90->candidates(narrow) == std::vector<tuning::LaunchConfig>{{{"pingpong", 1}}, {{"pingpong", 0}}});
+  CHECK(sm90->candidates(narrow) == std::vector<tuning::LaunchConfig>{{{"pingpong", 1}, {"tile_keys", 128}},
+                                                                     {{"pingpong", 0}, {"tile_keys", 128}},
+                                                                     {{"pingpong", 1}, {"tile_keys", 64}},
+                                                                     {{"pingpong", 0}, {"tile_keys", 64}}});
   // Consumers that do not take turns faster on this timer at d_v 64: the tuned entry says so.
   const Plan apart = Planner(registry, timersFavouring("pingpong=0")).plan(narrow);
-  CHECK(apart.kernel == "sm90.forward.f16.d64.row_split");
+  CHECK(apart.kernel == "sm90.forward.f16.d64.row_split.bc128");
   REQUIRE(apart.tuned != nullptr);
-  CHECK(apart.tuned->config == tuning::LaunchConfig{{"pingpong", 0}});
+  CHECK(apart.tuned->config == tuning::LaunchConfig{{"pingpong", 0}, {"tile_keys", 128}});
+  // KV tiles of 64 keys faster: the first such candidate (the consumers taking turns).
+  const Plan narrowTiles = Planner(registry, timersFavouring("Bc=64 ")).plan(narrow);
+  CHECK(narrowTiles.kernel == "sm90.forward.f16.d64.row_split");
+  REQUIRE(narrowTiles.tuned != nullptr);
+  CHECK(narrowTiles.tuned->config == tuning::LaunchConfig{{"pingpong", 1}, {"tile_keys", 64}});
+  // Where d_qk leaves no room for tiles of 128 keys (448 at d_v 64), no tile_keys to choose.
+  AttentionProblem deepQk = packedProblem(64);
+  deepQk.headDimQk = 448;
+  deepQk.q = deepQk.k = {deepQk.headsQ * deepQk.seqQ * 448, deepQk.seqQ * 448, 448, 1};
+  const PlanRequest deep{deepQk, policy, hopper(), nullptr};
+  CHECK(sm90->candidates(deep) == std::vector<tuning::LaunchConfig>{{{"pingpong", 1}}, {{"pingpong", 0}}});
   // The split of the columns faster on this timer: the plan and its tuned entry take it.
   const Planner planner(registry, timersFavouring("rows=64+64", false));
   const Plan tuned = planner.plan(request);
   CHECK(tuned.kernel == "sm90.forward.f16.d128");
   REQUIRE(tuned.tuned != nullptr);
   CHECK(tuned.tuned->config == tuning::LaunchConfig{{"kv_multicast", 0}, {"overlap", 0}, {"row_split", 0}});
-  // Without autotune, the row split.
-  CHECK(Planner(registry).plan({packedProblem(128), Policy(), hopper(), nullptr}).kernel == "sm90.forward.f16.d128.row_split");
+  // Without autotune, the row split (tiles of 128 keys).
+  CHECK(Planner(registry).plan({packedProblem(128), Policy(), hopper(), nullptr}).kernel ==
+        "sm90.forward.f16.d128.row_split.bc128");
 }
 
 TEST_CASE("runtime autotune of the Hopper backward times each gradient kernel against its mma.sync version") {

@@ -89,14 +89,19 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
       {FFPA_DATA_TYPE_BFLOAT16, 896, 880, "sm90.forward.bf16.d896"},
       // d_v up to 256: the rows split between the consumers, each with all columns (16..64 on the
       // 64 instance); d_qk 576 does not fit its shared memory: the split of the columns (65..128
-      // on the 128 instance, a block per consumer).
-      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.forward.f16.d128.row_split"},
-      {FFPA_DATA_TYPE_BFLOAT16, 64, 80, "sm90.forward.bf16.d128.row_split"},
+      // on the 128 instance, a block per consumer). Up to d_v 128, KV tiles of 128 keys where two
+      // K buffers of them fit (d_qk up to 192 at d_v 128, 256 at 64), else of 64.
+      {FFPA_DATA_TYPE_FLOAT16, 128, 128, "sm90.forward.f16.d128.row_split.bc128"},
+      {FFPA_DATA_TYPE_BFLOAT16, 64, 80, "sm90.forward.bf16.d128.row_split.bc128"},
+      {FFPA_DATA_TYPE_FLOAT16, 192, 128, "sm90.forward.f16.d128.row_split.bc128"},
+      {FFPA_DATA_TYPE_FLOAT16, 256, 128, "sm90.forward.f16.d128.row_split"},
       {FFPA_DATA_TYPE_FLOAT16, 576, 128, "sm90.forward.f16.d128"},
       {FFPA_DATA_TYPE_BFLOAT16, 192, 144, "sm90.forward.bf16.d192.row_split"},
       {FFPA_DATA_TYPE_FLOAT16, 256, 256, "sm90.forward.f16.d256.row_split"},
-      {FFPA_DATA_TYPE_FLOAT16, 64, 64, "sm90.forward.f16.d64.row_split"},
-      {FFPA_DATA_TYPE_BFLOAT16, 32, 48, "sm90.forward.bf16.d64.row_split"},
+      {FFPA_DATA_TYPE_FLOAT16, 64, 64, "sm90.forward.f16.d64.row_split.bc128"},
+      {FFPA_DATA_TYPE_BFLOAT16, 32, 48, "sm90.forward.bf16.d64.row_split.bc128"},
+      {FFPA_DATA_TYPE_BFLOAT16, 256, 64, "sm90.forward.bf16.d64.row_split.bc128"},
+      {FFPA_DATA_TYPE_BFLOAT16, 320, 64, "sm90.forward.bf16.d64.row_split"},
       // d_qk 448 leaves the row split one K buffer (384 two, with P in registers): the split of the
       // columns by default, unless d_v is 64 or less (the row split alone serves it).
       {FFPA_DATA_TYPE_FLOAT16, 384, 128, "sm90.forward.f16.d128.row_split"},
@@ -142,12 +147,18 @@ TEST_CASE("the sm90 forward serves d_v 65..1024 on compute capability 9.0") {
   const Problem p896(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 896, 896);
   CHECK_HAS(describeForward(h, p896).config, "cluster=2 columns=128+320 split=skewed");
   // The row split: 128 rows per CTA, two K buffers where they fit (d_qk 256 with d_v 64 does, 448
-  // does not), no P blocks.
+  // does not), no P blocks; at d_v 128 KV tiles of 128 keys (K and V blocks of two boxes each,
+  // S m64n128), at 256 of 64.
   const Problem p128(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 128, 128);
   CHECK_HAS(describeForward(h, p128).config,
-            "Br=128 Bc=64 warpgroups=1+2 threads=384 d_v<=128 cluster=1 rows=64+64 columns=128 pingpong=1 "
-            "k_buffers=2 v_buffers=2 smem=99464 ");
+            "Br=128 Bc=128 warpgroups=1+2 threads=384 d_v<=128 cluster=1 rows=64+64 columns=128 pingpong=1 "
+            "k_buffers=2 v_buffers=2 smem=165000 tma=64x64 swizzle=128B wgmma=m64n128k16 ");
+  const Problem p256(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 256);
+  CHECK_HAS(describeForward(h, p256).config,
+            "Br=128 Bc=64 warpgroups=1+2 threads=384 d_v<=256 cluster=1 rows=64+64 columns=256 pingpong=1 "
+            "k_buffers=2 v_buffers=2 smem=197768 tma=64x64 swizzle=128B wgmma=m64n64k16 ");
   const Problem wide(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 256, 64);
+  CHECK_HAS(describeForward(h, wide).config, "Bc=128 warpgroups=1+2 threads=384 d_v<=64 ");
   CHECK_HAS(describeForward(h, wide).config, "columns=64 pingpong=1 k_buffers=2 ");
   const Problem wider(FFPA_DATA_TYPE_FLOAT16, 1, 8, 8, 1000, 1000, 448, 64);
   CHECK_HAS(describeForward(h, wider).config, "columns=64 pingpong=1 k_buffers=1 ");

@@ -254,19 +254,26 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
   }
   // "row_split": 0 asks for the split of the columns where both arrangements serve (d_v
   // 65..256); d_v up to 64 has the row split only, whatever the entry says; "pingpong": 0 has
-  // the row split's consumers issue their products without taking turns.
+  // the row split's consumers issue their products without taking turns; "tile_keys": 64 its KV
+  // tiles of 64 keys where 128 is the default (d_v up to 128), and 128 is no choice above.
   struct Case {
     int64_t dv;
     const char* config;
     const char* kernel;
     const char* shape;
+    const char* builtIn;  // without the file
   };
   const Case cases[] = {
-      {64, R"({"row_split": 0, "pingpong": 0})", "sm90.forward.bf16.d64.row_split",
-       "rows=64+64 columns=64 pingpong=0 "},
-      {128, R"({"row_split": 0})", "sm90.forward.bf16.d128", "cluster=1 columns=64+64 overlap=1 smem="},
-      {192, R"({"row_split": 0, "overlap": 0})", "sm90.forward.bf16.d192", "cluster=1 columns=64+128 overlap=0 smem="},
-      {256, R"({"row_split": 1})", "sm90.forward.bf16.d256.row_split", "rows=64+64 columns=256 pingpong=1 k_buffers=2"},
+      {64, R"({"row_split": 0, "pingpong": 0, "tile_keys": 64})", "sm90.forward.bf16.d64.row_split",
+       "Bc=64 warpgroups=1+2 threads=384 d_v<=64 cluster=1 rows=64+64 columns=64 pingpong=0 ",
+       "sm90.forward.bf16.d64.row_split.bc128"},
+      {128, R"({"row_split": 0})", "sm90.forward.bf16.d128", "cluster=1 columns=64+64 overlap=1 smem=",
+       "sm90.forward.bf16.d128.row_split.bc128"},
+      {192, R"({"row_split": 0, "overlap": 0})", "sm90.forward.bf16.d192", "cluster=1 columns=64+128 overlap=0 smem=",
+       "sm90.forward.bf16.d192.row_split"},
+      {256, R"({"row_split": 1, "tile_keys": 128})", "sm90.forward.bf16.d256.row_split",
+       "Bc=64 warpgroups=1+2 threads=384 d_v<=256 cluster=1 rows=64+64 columns=256 pingpong=1 k_buffers=2",
+       "sm90.forward.bf16.d256.row_split"},
   };
   std::vector<std::string> entries;
   for (const Case& c : cases) entries.push_back(hopperForwardEntry(c.dv, c.config));
@@ -282,8 +289,8 @@ TEST_CASE("tuned configs: the Hopper forward takes the arrangement of d_v up to 
     CHECK(d.kernel == c.kernel);
     CHECK_HAS(d.config, c.shape);
     CHECK_HAS(d.config, "tuned(");
-    // Without the file, the row split.
-    CHECK(describeForward(builtIn, p).kernel == "sm90.forward.bf16.d" + std::to_string(c.dv) + ".row_split");
+    // Without the file, the row split (KV tiles of 128 keys up to d_v 128).
+    CHECK(describeForward(builtIn, p).kernel == c.builtIn);
   }
 }
 

@@ -64,9 +64,21 @@ struct CtaRows {
   int segment;  // -1: rows no slice covers, or no slices
 };
 
+// The row tile query-major CTA `x` of a grid of one CTA per `rows` rows of the queries (no
+// attention slices) takes: under a causal mask the last first. A later row tile sees more keys,
+// so the CTAs the GPU starts first get the longest tiles and the last ones the shortest (as in
+// FlashAttention-2): an SM that frees up near the end finds a short tile, instead of the run
+// waiting on long ones started last.
+template <class Params>
+FFPA_DEVICE int rowTileInOrder(const Params& p, int x, int rows) {
+  if (!p.causal) return x;
+  const int tiles = static_cast<int>((p.seqQ + rows - 1) / rows);
+  return tiles - 1 - x;
+}
+
 template <class Params>
 FFPA_DEVICE CtaRows ctaRows(const Params& p, int rows) {
-  if (p.slices.slices == nullptr) return {blockIndexX() * rows, p.seqQ, -1};
+  if (p.slices.slices == nullptr) return {rowTileInOrder(p, blockIndexX(), rows) * rows, p.seqQ, -1};
   const slices::AxisTile tile = slices::ctaTile(p.slices.queries, p.rowTiles, p.rowTileCount, blockIndexX(), rows, p.seqQ);
   return {tile.begin, tile.end, tile.segment};
 }

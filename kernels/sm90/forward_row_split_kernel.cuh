@@ -56,11 +56,12 @@ struct RowSplitForwardKernel {
     return {address + p.qOffset, address + p.kOffset, address + p.vOffset, address + p.barrierOffset};
   }
 
-  // Rows [128 x + 64 w, + 64) of CTA x for consumer w (w = 0 for the producer: the first row of
-  // the CTA), and the KV tiles some row of the CTA's 128 sees.
+  // Rows [128 t + 64 w, + 64) for consumer w (w = 0 for the producer: the first row of the CTA),
+  // where CTA x takes the 128-row tile t = x, or under a causal mask the tiles last to first
+  // (rowTileInOrder), and the KV tiles some row of the CTA's 128 sees.
   static FFPA_DEVICE RowTile locate(const ForwardParams& p, int consumer) {
     RowTile at = locateRowTile<1>(p);
-    const int ctaFirstRow = blockIndexX() * kRowSplitRows;
+    const int ctaFirstRow = ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX(), kRowSplitRows) * kRowSplitRows;
     at.firstRow = ctaFirstRow + consumer * kRows;
     at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kTileKeys, ctaFirstRow, kRowSplitRows,
                                                     p.causal, p.causalOffset);

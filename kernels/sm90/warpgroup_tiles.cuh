@@ -41,13 +41,14 @@ struct RowTile : ffpa::kernels::sm80::CtaRows {
 };
 
 // `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has). Rows
-// [64 x, 64 x + 64) of cluster x, under the causal mask.
+// [64 t, 64 t + 64) of cluster x, where t = x, or under a causal mask the tiles last to first
+// (sm80::rowTileInOrder: the longest first).
 template <int kCluster, class Params>
 FFPA_DEVICE RowTile locateRowTile(const Params& p) {
   const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
   RowTile at;
   at.rank = kCluster == 1 ? 0 : clusterRank();
-  at.firstRow = blockIndexX() / kCluster * kRows;
+  at.firstRow = ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows;
   at.rowEnd = p.seqQ;
   at.segment = -1;
   at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
@@ -76,11 +77,13 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
 }
 
 // With K and V shared by the CTAs of two adjacent row tiles (forward_params.h): rows [64 x, 64 x +
-// 64) of CTA x, all of the head dims' blocks, and the KV tiles that the rows of both CTAs of its
-// cluster see, so that the pair walks them together.
+// 64) of CTA x (in this order whatever the mask: the grid has whole pairs, one maybe past the
+// rows), all of the head dims' blocks, and the KV tiles that the rows of both CTAs of its cluster
+// see, so that the pair walks them together.
 template <class Params>
 FFPA_DEVICE RowTile locateKvSharingRowTile(const Params& p) {
   RowTile at = locateRowTile<1>(p);
+  at.firstRow = blockIndexX() * kRows;
   at.rank = clusterRank();
   const int pairFirstRow = (blockIndexX() & ~(kKvSharingCtas - 1)) * kRows;
   at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, pairFirstRow, kKvSharingCtas * kRows,

@@ -9,6 +9,8 @@
 #include "forward_runner.h"
 
 #include "ffpa_build_config.h"
+#include "sm80/cta_geometry.cuh"
+#include "sm80/forward_params.h"
 #include "sm80/forward_variant.h"
 
 #include <doctest/doctest.h>
@@ -225,6 +227,31 @@ TEST_CASE("attention slices: packed batches, shared prefixes, windows, overlappi
     ++run;
   }
   CHECK(run >= 3);
+}
+
+TEST_CASE("query-major CTAs take the row tiles of a causal problem longest first") {
+  // 1000 queries in 16 tiles of 64 rows: under a causal mask (either alignment) CTA x takes tile
+  // 15 - x, so the first CTAs see the most KV tiles; without a mask tile x, in order.
+  ffpa::sm80::ForwardParams p{};
+  p.seqQ = 1000;
+  p.seqKv = 1200;
+  for (const int64_t offset : {int64_t{0}, int64_t{200}}) {
+    p.causal = 1;
+    p.causalOffset = offset;
+    std::vector<int> taken, seen;
+    for (int x = 0; x < 16; ++x) {
+      taken.push_back(ffpa::kernels::sm80::rowTileInOrder(p, x, 64));
+      seen.push_back(ffpa::kernels::sm80::visibleKeyTiles(1000, 1200, 64, 64 * taken.back(), 64, true, offset));
+    }
+    CHECK(taken.front() == 15);
+    CHECK(taken.back() == 0);
+    CHECK(std::is_sorted(seen.rbegin(), seen.rend()));
+    CHECK(seen.front() > seen.back());
+    std::sort(taken.begin(), taken.end());
+    for (int x = 0; x < 16; ++x) CHECK(taken[x] == x);
+  }
+  p.causal = 0;
+  for (int x = 0; x < 16; ++x) CHECK(ffpa::kernels::sm80::rowTileInOrder(p, x, 64) == x);
 }
 
 TEST_SUITE_END();

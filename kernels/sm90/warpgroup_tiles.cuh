@@ -395,9 +395,9 @@ FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b, int 
   wgmmaCommit();
 }
 
-// The warpgroup's tile `t` (64 rows x 2 R keys; R = 32 for a tile of 64), rounded to 16 bits, as
-// the A operand of wgmmaRS: the accumulator layout packed pairwise, k16 step s in a[4 s .. 4 s +
-// 3] (sm90/ptx.cuh).
+// The warpgroup's tile `t` (64 rows x 4 R keys: R = 16 for a tile of 64 keys, 32 for 128),
+// rounded to 16 bits, as the A operand of wgmmaRS: the accumulator layout packed pairwise, k16
+// step s in a[4 s .. 4 s + 3] (sm90/ptx.cuh).
 constexpr int kTileFragmentRegisters = kTileRegisters / 2;
 template <class Tag, int R>
 FFPA_DEVICE void packTile16(uint32_t (&a)[R], const float (&t)[2 * R]) {

@@ -82,6 +82,11 @@ int launchFor(int headDimV, const ffpa::emulation::Config& config, const ffpa::s
 
 template <class Tag, int kHeadDimV, int kTileKeys = ffpa::sm90::kKeys>
 void launchRowSplitInstance(const ffpa::emulation::Config& config, const ffpa::sm90::ForwardParams& params) {
+  // The layout the host computed must be the one for the instance's tiles.
+  if (params.tileKeys != kTileKeys) {
+    throw std::logic_error("a layout of " + std::to_string(params.tileKeys) + "-key tiles for an instance of " +
+                           std::to_string(kTileKeys));
+  }
   ffpa::emulation::launch(
       config,
       [](const ffpa::sm90::ForwardParams& p) {

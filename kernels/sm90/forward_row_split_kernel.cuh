@@ -60,9 +60,8 @@ struct RowSplitForwardKernel {
   // where CTA x takes the 128-row tile t = x, or under a causal mask the tiles last to first
   // (rowTileInOrder), and the KV tiles some row of the CTA's 128 sees.
   static FFPA_DEVICE RowTile locate(const ForwardParams& p, int consumer) {
-    RowTile at = locateRowTile<1>(p);
     const int ctaFirstRow = ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX(), kRowSplitRows) * kRowSplitRows;
-    at.firstRow = ctaFirstRow + consumer * kRows;
+    RowTile at = locateRowTileAt<1>(p, ctaFirstRow + consumer * kRows);
     at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kTileKeys, ctaFirstRow, kRowSplitRows,
                                                     p.causal, p.causalOffset);
     return at;

@@ -41,14 +41,14 @@ struct RowTile : ffpa::kernels::sm80::CtaRows {
 };
 
 // `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has). Rows
-// [64 t, 64 t + 64) of cluster x, where t = x, or under a causal mask the tiles last to first
-// (sm80::rowTileInOrder: the longest first).
+// [firstRow, firstRow + 64) of the CTA's (batch, head), and the KV tiles they see under the
+// causal mask.
 template <int kCluster, class Params>
-FFPA_DEVICE RowTile locateRowTile(const Params& p) {
+FFPA_DEVICE RowTile locateRowTileAt(const Params& p, int firstRow) {
   const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
   RowTile at;
   at.rank = kCluster == 1 ? 0 : clusterRank();
-  at.firstRow = ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows;
+  at.firstRow = firstRow;
   at.rowEnd = p.seqQ;
   at.segment = -1;
   at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
@@ -59,6 +59,13 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p) {
   at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, at.firstRow, kRows, p.causal,
                                                   p.causalOffset);
   return at;
+}
+
+// Rows [64 t, 64 t + 64) of cluster x, where t = x, or under a causal mask the tiles last to
+// first (sm80::rowTileInOrder: the longest first).
+template <int kCluster, class Params>
+FFPA_DEVICE RowTile locateRowTile(const Params& p) {
+  return locateRowTileAt<kCluster>(p, ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows);
 }
 
 // The same with attention slices (SlicedTiles of the queries): the row tile of cluster x and the
@@ -82,8 +89,7 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
 // see, so that the pair walks them together.
 template <class Params>
 FFPA_DEVICE RowTile locateKvSharingRowTile(const Params& p) {
-  RowTile at = locateRowTile<1>(p);
-  at.firstRow = blockIndexX() * kRows;
+  RowTile at = locateRowTileAt<1>(p, blockIndexX() * kRows);
   at.rank = clusterRank();
   const int pairFirstRow = (blockIndexX() & ~(kKvSharingCtas - 1)) * kRows;
   at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, pairFirstRow, kKvSharingCtas * kRows,
@@ -339,8 +345,8 @@ FFPA_DEVICE void issueScoreProduct(float (&s)[R], uint32_t a, uint32_t b, int bl
     for (int step = 0; step < kBlockColumns / 16; ++step) {
       const uint32_t column = step * 32;  // k16 step: 32 bytes into the rows
       wgmmaSS<kN, false>(s, matrixDescriptor(a + block * kBlockBytes + column, 16, 1024),
-                         matrixDescriptor(b + block * (kN * 128) + column, 16, 1024), kZeroFirst || block > 0 || step > 0,
-                         Tag());
+                         matrixDescriptor(b + block * (kN * 128) + column, 16, 1024),
+                         kZeroFirst || block > 0 || step > 0, Tag());
     }
   }
   wgmmaCommit();
@@ -398,7 +404,6 @@ FFPA_DEVICE void issueKeyProduct(float (&d)[N / 2], uint32_t a, uint32_t b, int 
 // The warpgroup's tile `t` (64 rows x 4 R keys: R = 16 for a tile of 64 keys, 32 for 128),
 // rounded to 16 bits, as the A operand of wgmmaRS: the accumulator layout packed pairwise, k16
 // step s in a[4 s .. 4 s + 3] (sm90/ptx.cuh).
-constexpr int kTileFragmentRegisters = kTileRegisters / 2;
 template <class Tag, int R>
 FFPA_DEVICE void packTile16(uint32_t (&a)[R], const float (&t)[2 * R]) {
   #pragma unroll

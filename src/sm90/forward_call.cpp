@@ -157,7 +157,8 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
     require(rowSplitRefusal(p).empty() && kvSharing == 1 && overlap == 0, FFPA_STATUS_INTERNAL_ERROR,
             "the sm90 forward's row split serves d_v up to 256 without slices, K and V sharing or overlap");
     require(tileKeys == kKeys || (tileKeys == kRowSplitWideKeys && rowSplitWideKeysServe(p)),
-            FFPA_STATUS_INTERNAL_ERROR, "the sm90 forward's row split takes KV tiles of 64 keys, or 128 where they fit");
+            FFPA_STATUS_INTERNAL_ERROR,
+            "the sm90 forward's row split takes KV tiles of 64 keys, or 128 where they fit");
     call.clusterSize = 1;
     forwardRowSplitLayout(a, tileKeys);
   } else {

@@ -197,16 +197,16 @@ Support supports(const PlanRequest& r) { return resolve(r).support; }
 // those).
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const bool rowSplit = rowSplitRefusal(r.problem).empty();
-  const bool wideKeys = rowSplitWideKeysServe(r.problem);
   std::vector<tuning::LaunchConfig> all;
   if (rowSplit) {
     const bool alone = !forwardRefusal(r.problem).empty();
-    for (const int keys : {kRowSplitWideKeys, kKeys}) {
-      if (keys != kKeys && !wideKeys) continue;
+    const std::vector<int> tileKeys =
+        rowSplitWideKeysServe(r.problem) ? std::vector<int>{kRowSplitWideKeys, kKeys} : std::vector<int>{-1};
+    for (const int keys : tileKeys) {
       for (const int pingpong : {1, 0}) {
         tuning::LaunchConfig config{{"pingpong", pingpong}};
         if (!alone) config["row_split"] = 1;
-        if (wideKeys) config["tile_keys"] = keys;
+        if (keys >= 0) config["tile_keys"] = keys;
         all.push_back(std::move(config));
       }
     }

@@ -103,7 +103,8 @@ void launchRowSplit(int headDimV, int tileKeys, const ffpa::emulation::Config& c
     switch (headDimV) {
       case 64: return launchRowSplitInstance<Tag, 64, kWide>(config, params);
       case 128: return launchRowSplitInstance<Tag, 128, kWide>(config, params);
-      default: throw std::invalid_argument("no sm90 row split instance of 128 keys for d_v " + std::to_string(headDimV));
+      default:
+        throw std::invalid_argument("no sm90 row split instance of 128 keys for d_v " + std::to_string(headDimV));
     }
   }
   switch (headDimV) {

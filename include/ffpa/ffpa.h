@@ -543,6 +543,19 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  autotune may choose it per shape (launch parameter `kv_multicast`). A forward another kernel
    *  serves ignores it, and so does the backward. Environment: `FFPA_HOPPER_KV_MULTICAST`. */
   FFPA_POLICY_HOPPER_KV_MULTICAST = 15,
+  /** Bool, default 1: a forward whose query heads share K and V (GQA, MQA) and have fewer than
+   *  128 query rows each (decode, speculative decoding) runs as a problem of the KV heads whose
+   *  rows are the query rows of all the heads of a group: the same memory with other strides,
+   *  so that a row tile holds up to a tile of rows reading the same K and V instead of a few
+   *  rows padded to the tile (one query row used 1 of a tile's 64 or 128 rows). Applies without
+   *  a causal mask, and to one query row with #FFPA_CAUSAL_BOTTOM_RIGHT (which sees every key);
+   *  not with attention slices. Q, O and the LSE must each let the rows of a head and the heads
+   *  of a group form one stride, in the same order: one query row always does, and so does the
+   *  packed `[B, H, N, D]` layout, and `[B, N, H, D]` with one KV head. The plan's config then
+   *  ends with `query_heads_as_rows=G` (G query heads per KV head), and its kernel is the one
+   *  chosen for the merged problem. The backward ignores it. Environment:
+   *  `FFPA_QUERY_HEADS_AS_ROWS`. */
+  FFPA_POLICY_QUERY_HEADS_AS_ROWS = 16,
 
   /* --- Tuned configs (values 100-199) --- */
   /** Bool, default 0: tune launch configs at run time, once per problem and process.

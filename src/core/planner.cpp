@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/query_rows.h"
 #include "core/workspace_layout.h"
 
 #include <optional>
@@ -22,8 +23,8 @@ void checkPolicyFitsProblem(const PlanRequest& request) {
 
 }  // namespace
 
-Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped,
-                       bool mayTune) const {
+Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request, const AttentionProblem& caller,
+                       const std::string& note, std::string skipped, bool mayTune) const {
   // A variant with nothing to tune for this problem (no candidates) plans it untuned.
   std::vector<tuning::LaunchConfig> candidates;
   if (request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates) {
@@ -39,7 +40,7 @@ Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request,
     } catch (const Error& e) {  // no memory for the scratch tensors, say
       why = e.what();
       logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_WARNING,
-                 cat("autotune: ", describe(request.problem), ": ", why, "; using the untuned plan"));
+                 cat("autotune: ", describe(caller), ": ", why, "; using the untuned plan"));
     }
     if (timer) {
       plan = autotune(variant, request, std::move(candidates), *timer);
@@ -55,6 +56,7 @@ Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request,
       plan.config += " autotune(pending)";
     }
   }
+  plan.config += note;
   if (plan.kernel.empty()) plan.kernel = variant.name;  // variants may name the exact instance
   plan.skipped = std::move(skipped);
   plan.workspaceBytes = plan.kernelWorkspaceBytes;
@@ -63,16 +65,34 @@ Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request,
     plan.workspaceBytes = plan.sanityScratchOffset + kSanityScratchBytes;
   }
   logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_INFO,
-             cat("plan: ", describe(request.problem), " -> ", plan.kernel, " [", plan.config,
+             cat("plan: ", describe(caller), " -> ", plan.kernel, " [", plan.config,
                  "], workspace ", plan.workspaceBytes, " bytes"));
   return plan;
 }
 
 Plan Planner::plan(const PlanRequest& request, bool mayTune) const {
+  // Few query rows per head of a group: the group's heads become rows of one problem per KV head.
+  if (request.policy.flag(FFPA_POLICY_QUERY_HEADS_AS_ROWS)) {
+    if (const std::optional<QueryHeadsAsRows> rows = queryHeadsAsRows(request.problem)) {
+      logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_DEBUG,
+                 cat("planner: ", describe(request.problem), " runs as ", describe(rows->problem),
+                     " (FFPA_POLICY_QUERY_HEADS_AS_ROWS)"));
+      const std::string note = cat(" query_heads_as_rows=", rows->group);
+      Plan plan = planProblem({rows->problem, request.policy, request.device, request.runtime, request.launchConfig},
+                              request.problem, note, mayTune);
+      if (plan.payload) plan.payload = launchingMergedRows(std::move(plan.payload));
+      return plan;
+    }
+  }
+  return planProblem(request, request.problem, "", mayTune);
+}
+
+Plan Planner::planProblem(const PlanRequest& request, const AttentionProblem& caller, const std::string& note,
+                          bool mayTune) const {
   checkPolicyFitsProblem(request);
   const ffpaLogLevel_t level = request.policy.logLevel();
   const bool referenceOnly = request.policy.flag(FFPA_POLICY_REFERENCE_BACKEND);
-  const std::string problem = describe(request.problem);
+  const std::string problem = describe(caller);
   std::string reasons;  // for the error message
   std::string skipped;  // for the plan's explanation
   std::optional<Support> rejection;  // the first variant that refused the policies
@@ -88,7 +108,7 @@ Plan Planner::plan(const PlanRequest& request, bool mayTune) const {
       const Support support = variant.supports(request);
       if (support.verdict == Support::Verdict::Applies) {
         logMessage(level, FFPA_LOG_LEVEL_DEBUG, cat("planner: ", variant.name, " serves ", problem));
-        return planWith(variant, request, std::move(skipped), mayTune);
+        return planWith(variant, request, caller, note, std::move(skipped), mayTune);
       }
       logMessage(level, FFPA_LOG_LEVEL_DEBUG,
                  cat("planner: ", variant.name, " does not serve ", problem, ": ", support.reason));

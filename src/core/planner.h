@@ -17,12 +17,17 @@ class Planner {
   // Throws ffpa::Error: the status of a variant that rejected the policies, or
   // FFPA_STATUS_NOT_SUPPORTED listing why each variant does not apply. With
   // FFPA_POLICY_AUTOTUNE, tunes the chosen variant when `mayTune` (core/autotune.h), else marks
-  // the plan's tuning as pending.
+  // the plan's tuning as pending. With FFPA_POLICY_QUERY_HEADS_AS_ROWS, a forward whose query
+  // heads merge into rows (core/query_rows.h) is planned and launched as the merged problem.
   Plan plan(const PlanRequest& request, bool mayTune = true) const;
 
  private:
-  Plan planWith(const KernelVariant& variant, const PlanRequest& request, std::string skipped,
-                bool mayTune) const;
+  // Plans request.problem, described in logs and errors as `caller` (the call's problem, which
+  // the request's may merge), with `note` appended to the plan's config.
+  Plan planProblem(const PlanRequest& request, const AttentionProblem& caller, const std::string& note,
+                   bool mayTune) const;
+  Plan planWith(const KernelVariant& variant, const PlanRequest& request, const AttentionProblem& caller,
+                const std::string& note, std::string skipped, bool mayTune) const;
 
   const KernelRegistry& registry_;
   TimerFactory timers_;

@@ -65,6 +65,9 @@ const std::array<KnobSpec, kKnobCount> kSpecs = {{
   {FFPA_POLICY_HOPPER_KV_MULTICAST, "FFPA_POLICY_HOPPER_KV_MULTICAST", kBool, 0, 1, 0, "0",
    "FFPA_HOPPER_KV_MULTICAST", kBoolNames, "",
    "In the Hopper forward (d_v <= 512, no slices), CTAs of two adjacent row tiles share each K and V tile through TMA multicast.", true},
+  {FFPA_POLICY_QUERY_HEADS_AS_ROWS, "FFPA_POLICY_QUERY_HEADS_AS_ROWS", kBool, 0, 1, 1, "1",
+   "FFPA_QUERY_HEADS_AS_ROWS", kBoolNames, "",
+   "A forward with few query rows per head (under 128) and query heads sharing K and V runs the heads of a group as rows of one problem per KV head.", true},
   // --- Tuned configs ---
   {FFPA_POLICY_AUTOTUNE, "FFPA_POLICY_AUTOTUNE", kBool, 0, 1, 0, "0",
    "FFPA_AUTOTUNE", kBoolNames, "",

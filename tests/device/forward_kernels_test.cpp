@@ -795,6 +795,45 @@ TEST_CASE("sm90 forward: d_v 16-1024 across tails, masks, head groups, layouts a
   CHECK(on_hopper == static_cast<int>(cases.size()));
 }
 
+TEST_CASE("fast forward: decode and short queries of GQA and MQA, their query heads as rows") {
+  // Merged (FFPA_POLICY_QUERY_HEADS_AS_ROWS): decode of GQA and MQA (MLA's 576/512), one
+  // bottom-right row, short packed GQA queries, short MQA queries in [B, N, H, D] without an LSE.
+  // Not merged: the same with an LSE (heads one way, the LSE's rows the other), one top-left row.
+  struct DecodeRow {
+    ShapeRow shape;
+    bool with_lse;
+    bool merges;
+  };
+  const DecodeRow rows[] = {
+      {{4, 16, 2, 1, 1000, 128, 128, CausalMask::none, DType::bfloat16, LayoutKind::bhnd}, true, true},
+      {{2, 32, 1, 1, 700, 576, 512, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd}, true, true},
+      {{3, 8, 1, 1, 257, 64, 64, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd}, true, true},
+      {{2, 12, 3, 5, 300, 256, 256, CausalMask::none, DType::float16, LayoutKind::bhnd}, true, true},
+      {{1, 8, 1, 7, 333, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, false, true},
+      {{1, 8, 1, 7, 333, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, true, false},
+      {{2, 8, 2, 1, 100, 128, 128, CausalMask::top_left, DType::float16, LayoutKind::bhnd}, true, false},
+  };
+  Workspace workspace;
+  uint64_t start = 47000;
+  for (const bool hopper : {false, true}) {
+    if (hopper && !hopper_runs_here()) continue;
+    const Handles handles(hopper);
+    for (const DecodeRow& row : rows) {
+      FastCase fast_case;
+      fast_case.test = {row.shape.config(), row.with_lse, start++};
+      fast_case.accumulator = FFPA_ACCUMULATOR_F32;
+      const std::string context = fast_case.to_string() + (hopper ? " (Hopper kernels)" : "");
+      if (!runs_on_this_build(context, row.shape.dv)) continue;
+      DeviceProblem problem(fast_case.test.config);
+      const std::string config =
+          planned_config(handles.fast(FFPA_ACCUMULATOR_F32), descriptors_of(problem, row.with_lse));
+      CHECK_MESSAGE((config.find("query_heads_as_rows=") != std::string::npos) == row.merges,
+                    context << ": " << config);
+      run_fast_case(handles, workspace, fast_case);
+    }
+  }
+}
+
 TEST_CASE("sm90 forward: the same call twice gives the same bits") {
   if (!hopper_runs_here()) return;
   // One CTA per 64 rows, and a cluster of two (which must also agree on the scores both CTAs

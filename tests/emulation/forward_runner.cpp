@@ -1,8 +1,10 @@
 #include "forward_runner.h"
 
+#include "case_matrix.h"
 #include "common/error_metrics.h"
 #include "common/random.h"
 #include "core/kernel_registry.h"
+#include "core/query_rows.h"
 #include "core/slice_table.h"
 #include "emulated_kernels.h"
 #include "sm80/forward_resolve.h"
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -62,6 +65,13 @@ void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& ou
   out.lse = std::move(t.lse);
 }
 
+ffpa::AttentionProblem plannedProblem(const AttentionCase& c, const ffpa::AttentionProblem& problem, bool* merged) {
+  const std::optional<ffpa::QueryHeadsAsRows> rows =
+      policyOf(c).flag(FFPA_POLICY_QUERY_HEADS_AS_ROWS) ? ffpa::queryHeadsAsRows(problem) : std::nullopt;
+  if (merged) *merged = rows.has_value();
+  return rows ? rows->problem : problem;
+}
+
 ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   ForwardTensors t = forwardTensors(c);
   if (edit) edit(t);
@@ -69,7 +79,8 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   // The case's slices as the library holds them, read by the emulated kernel from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
   if (table) t.problem.slices = table.get();
-  const ffpa::AttentionProblem& problem = t.problem;
+  bool merged = false;
+  const ffpa::AttentionProblem problem = plannedProblem(c, t.problem, &merged);
   ForwardOutcome out;
   const ffpa::Policy policy = policyOf(c);
   const ffpa::DeviceInfo device = deviceOf(c);
@@ -81,7 +92,7 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   }
   const ffpa::sm80::ForwardLaunch& launch = *resolution.launch;
   out.kernel = ffpa::sm80::instanceName(*launch.instance);
-  out.config = ffpa::sm80::describeForwardConfig(launch);
+  out.config = ffpa::sm80::describeForwardConfig(launch) + (merged ? " query_heads_as_rows" : "");
   const EmulatedForwardInstance* twin = emulatedTwin(*launch.instance);
   if (twin == nullptr) throw std::runtime_error("no emulated instance of " + out.kernel);
 
@@ -112,6 +123,25 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
 
   finishOutcome(c, t, out);
   return out;
+}
+
+void runMergeCase(const MergeCase& m, uint64_t start, bool knobOn,
+                  const std::function<ForwardOutcome(const AttentionCase&)>& run) {
+  AttentionCase c;
+  c.shape = problem(m.batch, m.headsQ, m.headsKv, m.seqQ, m.seqKv, m.dimQk, m.dimV, m.mask);
+  c.layout = m.layout;
+  c.withLse = m.withLse;
+  c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
+  c.start = start;
+  if (!knobOn) c.knobs = {{FFPA_POLICY_QUERY_HEADS_AS_ROWS, 0}};
+  try {
+    const ForwardOutcome outcome = run(c);
+    const bool merged = outcome.config.find("query_heads_as_rows") != std::string::npos;
+    CHECK_MESSAGE(merged == (knobOn && m.merges), c.toString() << "\n  " << outcome.config);
+    checkForward(c, outcome);
+  } catch (const std::exception& e) {
+    FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+  }
 }
 
 InputEdit nanInQueryRow(int64_t head, int64_t row) {

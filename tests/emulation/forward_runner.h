@@ -30,6 +30,28 @@ ForwardTensors forwardTensors(const AttentionCase& c);
 // Moves the outputs of `t` into `out`, with float64 attention on its inputs as the expectation.
 void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& out);
 
+// The problem the library plans and launches for `problem`: with FFPA_POLICY_QUERY_HEADS_AS_ROWS
+// (on unless the case turns it off), the query heads of a group as rows where they merge
+// (core/query_rows.h), else `problem` itself. `merged` (if given) says which.
+ffpa::AttentionProblem plannedProblem(const AttentionCase& c, const ffpa::AttentionProblem& problem,
+                                      bool* merged = nullptr);
+
+// A forward problem for query heads as rows (the shape, its layout, with or without an LSE) and
+// whether the library merges it.
+struct MergeCase {
+  int64_t batch, headsQ, headsKv, seqQ, seqKv, dimQk, dimV;
+  ffpa_tools::CausalMask mask;
+  ffpa_tools::LayoutKind layout;
+  bool withLse;
+  bool merges;
+};
+
+// Runs the case of `m` with `run` (inputs from `start`, dtypes alternating with it), with
+// FFPA_POLICY_QUERY_HEADS_AS_ROWS on or off, and CHECKs its result and that it merged exactly
+// where it should (`m.merges` with the knob on).
+void runMergeCase(const MergeCase& m, uint64_t start, bool knobOn,
+                  const std::function<ForwardOutcome(const AttentionCase&)>& run);
+
 // Changes the random inputs of a run before the kernel sees them (the float64 expectation is
 // computed from the changed inputs).
 using InputEdit = std::function<void(ForwardTensors&)>;

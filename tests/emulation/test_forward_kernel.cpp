@@ -146,6 +146,37 @@ TEST_CASE("the head-dim matrix: tails, masks, GQA/MQA, layouts, both dtypes") {
   MESSAGE(run << " problems run (d_v up to " << largest << ", the build's largest head dim)");
 }
 
+TEST_CASE("query heads as rows: decode and short queries of GQA and MQA, merged where they may be") {
+  const MergeCase cases[] = {
+      // decode of GQA; one bottom-right row sees every key; short MQA queries in [B, N, H, D]
+      // (rows of a head G heads apart) without an LSE, whose [B, H, N] layout (heads Nq rows
+      // apart) merges the other way; packed short GQA queries (heads Nq rows apart); MLA decode
+      {2, 8, 2, 1, 300, 128, 128, CausalMask::none, LayoutKind::bhnd, true, true},
+      {1, 16, 1, 1, 200, 64, 64, CausalMask::bottom_right, LayoutKind::bnhd, true, true},
+      {1, 8, 1, 3, 150, 64, 64, CausalMask::none, LayoutKind::bnhd, false, true},
+      {1, 6, 2, 5, 150, 128, 128, CausalMask::none, LayoutKind::bhnd, true, true},
+      {1, 16, 1, 1, 130, 576, 512, CausalMask::none, LayoutKind::bhnd, true, true},
+      // no merge: Q and O one way, the LSE the other; GQA in [B, N, H, D]; one top-left row sees
+      // key 0 only; causal rows see different keys; padded rows and heads
+      {1, 8, 1, 3, 150, 64, 64, CausalMask::none, LayoutKind::bnhd, true, false},
+      {1, 6, 2, 5, 150, 128, 128, CausalMask::none, LayoutKind::bnhd, false, false},
+      {1, 4, 1, 1, 150, 64, 64, CausalMask::top_left, LayoutKind::bhnd, true, false},
+      {1, 4, 1, 7, 150, 64, 64, CausalMask::bottom_right, LayoutKind::bhnd, true, false},
+      {1, 8, 2, 3, 100, 320, 320, CausalMask::none, LayoutKind::padded_aligned, true, false},
+  };
+  const int largest = largestCompiledHeadDim();
+  uint64_t start = 3000;
+  int run = 0;
+  for (const MergeCase& m : cases) {
+    if (std::max(m.dimQk, m.dimV) > largest) continue;
+    for (const bool on : {true, false}) {
+      runMergeCase(m, start++, on, [](const AttentionCase& c) { return runForward(c); });
+    }
+    run += 2;
+  }
+  CHECK(run >= 18);
+}
+
 TEST_CASE("every pipeline knob value computes the same attention") {
   const int largest = largestCompiledHeadDim();
   std::vector<Knobs> settings = {

@@ -126,7 +126,8 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   // The case's slices as the library holds them, read by the emulated kernel from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
   if (table) t.problem.slices = table.get();
-  const ffpa::AttentionProblem& problem = t.problem;
+  bool merged = false;
+  const ffpa::AttentionProblem problem = plannedProblem(c, t.problem, &merged);
   ForwardOutcome out;
   ffpa::TensorArgs tensors;
   tensors.q = t.q.data();
@@ -176,14 +177,15 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
     } else {
       launchRowSplit<ffpa::kernels::HalfTag>(instance, tileKeys, config, params);
     }
-    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(tileKeys);
+    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(tileKeys) +
+                 (merged ? " query_heads_as_rows" : "");
     finishOutcome(c, t, out);
     return out;
   }
   const int columns0 = c.dtype == DType::bfloat16
                            ? launchFor<ffpa::kernels::Bf16Tag>(instance, config, params, call.kvSharing, split)
                            : launchFor<ffpa::kernels::HalfTag>(instance, config, params, call.kvSharing, split);
-  out.config = "columns0=" + std::to_string(columns0);
+  out.config = "columns0=" + std::to_string(columns0) + (merged ? " query_heads_as_rows" : "");
   finishOutcome(c, t, out);
   return out;
 }
@@ -253,7 +255,9 @@ TEST_CASE("sm90 forward, rows split between the consumers: d_v up to 256, tails,
         // The consumers take turns (the default) in two of every three cases.
         const int pingpong = (index + keys / 64) % 3 == 2 ? 0 : 1;
         const ForwardOutcome out = runSm90(c, index % 2 == 1, {}, -1, -1, 1, pingpong, keys);
-        CHECK(out.config == "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(keys));
+        // (then " query_heads_as_rows" where the case's query heads merge)
+        const std::string config = "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(keys);
+        CHECK(out.config.rfind(config, 0) == 0);
         checkForward(c, out);
       } catch (const std::exception& e) {
         FAIL_CHECK(c.toString() << " keys " << keys << "\n  " << std::string(e.what()));
@@ -311,7 +315,7 @@ TEST_CASE("sm90 forward: the consumers' other split of the columns, one CTA and 
       // The kernel that ran has the other split's columns (never the default's).
       const int columns0 = ffpa::sm90::forwardConsumer0Columns(instance / cluster, other);
       CHECK(columns0 != ffpa::sm90::forwardConsumer0Columns(instance / cluster, 1 - other));
-      CHECK(out.config == "columns0=" + std::to_string(columns0));
+      CHECK(out.config.rfind("columns0=" + std::to_string(columns0), 0) == 0);
       checkForward(c, out);
     } catch (const std::exception& e) {
       FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
@@ -419,6 +423,23 @@ TEST_CASE("sm90 forward: many KV tiles, rows that see no key, one query row") {
   c.shape = problem(1, 3, 3, 1, 257, 320, 320, CausalMask::top_left);
   c.start = 952;
   runAndCheckSm90(c);
+}
+
+TEST_CASE("sm90 forward: query heads as rows, decode and short queries of GQA and MQA") {
+  // Decode (one query row) of GQA on the row split (d 128) and of MQA on one CTA (d 512) and on
+  // clusters (MLA's 576/512), short queries of MQA in [B, N, H, D] without an LSE, and GQA in
+  // [B, N, H, D], which cannot merge.
+  const MergeCase cases[] = {
+      {2, 8, 2, 1, 300, 128, 128, CausalMask::none, LayoutKind::bhnd, true, true},
+      {1, 16, 1, 1, 200, 512, 512, CausalMask::bottom_right, LayoutKind::bnhd, true, true},
+      {1, 16, 1, 1, 130, 576, 512, CausalMask::none, LayoutKind::bhnd, true, true},
+      {1, 8, 1, 3, 150, 256, 256, CausalMask::none, LayoutKind::bnhd, false, true},
+      {1, 6, 2, 5, 150, 320, 320, CausalMask::none, LayoutKind::bnhd, true, false},
+  };
+  uint64_t start = 960;
+  for (const MergeCase& m : cases) {
+    runMergeCase(m, start++, true, [](const AttentionCase& c) { return runSm90(c); });
+  }
 }
 
 TEST_CASE("sm90 forward: warpgroups interleaved in shuffled orders give the same results") {

@@ -5,6 +5,8 @@
 #include "core/kernel_registry.h"
 #include "core/planner.h"
 
+#include "core_device.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,19 +15,9 @@
 #include <vector>
 
 using namespace ffpa;
+using ffpa_test::hopper;
 
 namespace {
-
-DeviceInfo hopper() {
-  DeviceInfo d;
-  d.smVersion = 90;
-  d.smCount = 132;
-  d.sharedMemPerBlockOptin = 227 * 1024;
-  d.sharedMemPerSm = 228 * 1024;
-  d.globalMemBytes = int64_t{80} << 30;
-  d.name = "test";
-  return d;
-}
 
 AttentionProblem problem(int64_t headDim, Direction direction = Direction::Forward) {
   AttentionProblem p;

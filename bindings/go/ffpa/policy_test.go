@@ -12,7 +12,8 @@ import (
 var allKnobs = []Knob{
 	KnobAccumulator, KnobPrefetchQKV, KnobQKVSmemShare, KnobSmemSwizzleQ, KnobSmemSwizzleK,
 	KnobSmemSwizzleV, KnobPersistQG2S, KnobPersistKVG2S, KnobPersistQS2R, KnobPersistVS2R,
-	KnobRegistersPipeKV, KnobLaunchGridDNHB, KnobStages, KnobHopperKernels, KnobExp2Emulation, KnobHopperKvMulticast, KnobAutotune, KnobAutotuneMode,
+	KnobRegistersPipeKV, KnobLaunchGridDNHB, KnobStages, KnobHopperKernels, KnobExp2Emulation,
+	KnobHopperKvMulticast, KnobQueryHeadsAsRows, KnobAutotune, KnobAutotuneMode,
 	KnobTunedConfigDir, KnobSkipPersistentTunedConfig, KnobDeterministic, KnobSanityCheck,
 	KnobReferenceBackend, KnobReferenceChunkBytes, KnobPlanCacheCapacity, KnobLogLevel,
 }

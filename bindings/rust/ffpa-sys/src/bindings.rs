@@ -698,6 +698,21 @@ impl ffpaPolicyKnob {
     pub const FFPA_POLICY_HOPPER_KV_MULTICAST: ffpaPolicyKnob = ffpaPolicyKnob(15);
 }
 impl ffpaPolicyKnob {
+    #[doc = " Bool, default 1: a forward whose query heads share K and V (GQA, MQA) and have fewer than"]
+    #[doc = "  128 query rows each (decode, speculative decoding) runs as a problem of the KV heads whose"]
+    #[doc = "  rows are the query rows of all the heads of a group: the same memory with other strides,"]
+    #[doc = "  so that a row tile holds up to a tile of rows reading the same K and V instead of a few"]
+    #[doc = "  rows padded to the tile (one query row used 1 of a tile's 64 or 128 rows). Applies without"]
+    #[doc = "  a causal mask, and to one query row with #FFPA_CAUSAL_BOTTOM_RIGHT (which sees every key);"]
+    #[doc = "  not with attention slices. Q, O and the LSE must each let the rows of a head and the heads"]
+    #[doc = "  of a group form one stride, in the same order: one query row always does, and so does the"]
+    #[doc = "  packed `[B, H, N, D]` layout, and `[B, N, H, D]` with one KV head. The plan's config then"]
+    #[doc = "  ends with `query_heads_as_rows=G` (G query heads per KV head), and its kernel is the one"]
+    #[doc = "  chosen for the merged problem. The backward ignores it. Environment:"]
+    #[doc = "  `FFPA_QUERY_HEADS_AS_ROWS`."]
+    pub const FFPA_POLICY_QUERY_HEADS_AS_ROWS: ffpaPolicyKnob = ffpaPolicyKnob(16);
+}
+impl ffpaPolicyKnob {
     #[doc = " Bool, default 0: tune launch configs at run time, once per problem and process."]
     #[doc = "  Environment: `FFPA_AUTOTUNE`."]
     pub const FFPA_POLICY_AUTOTUNE: ffpaPolicyKnob = ffpaPolicyKnob(100);

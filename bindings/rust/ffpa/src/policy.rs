@@ -71,6 +71,10 @@ knobs! {
     /// Bool, default false: in the Hopper forward (d_v <= 512, no slices), CTAs of two adjacent row
     /// tiles share each K and V tile through TMA multicast (env `FFPA_HOPPER_KV_MULTICAST`).
     HOPPER_KV_MULTICAST = FFPA_POLICY_HOPPER_KV_MULTICAST,
+    /// Bool, default true: a forward with fewer than 128 query rows per head whose query heads
+    /// share K and V runs the heads of a group as rows of one problem per KV head (env
+    /// `FFPA_QUERY_HEADS_AS_ROWS`).
+    QUERY_HEADS_AS_ROWS = FFPA_POLICY_QUERY_HEADS_AS_ROWS,
     /// Bool, default false: tune launch configs at run time (env `FFPA_AUTOTUNE`).
     AUTOTUNE = FFPA_POLICY_AUTOTUNE,
     /// Enum [`AutotuneMode`], default `Fast` (env `FFPA_AUTOTUNE_MODE`).

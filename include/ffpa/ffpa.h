@@ -556,6 +556,19 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  chosen for the merged problem. The backward ignores it. Environment:
    *  `FFPA_QUERY_HEADS_AS_ROWS`. */
   FFPA_POLICY_QUERY_HEADS_AS_ROWS = 16,
+  /** Int32 0-32, default 0: split-KV for the fast forward kernels. When a problem's row tiles
+   *  (after #FFPA_POLICY_QUERY_HEADS_AS_ROWS) are too few to fill the GPU (decode, short queries
+   *  of few heads, small batches), the KV tiles each row tile sees are cut into runs, one CTA per
+   *  run and row tile; each writes an output normalised over its keys and its log-sum-exp in
+   *  fp32 to the workspace, and a merge (ffpaAttentionMerge()'s arithmetic) writes O and LSE. 0
+   *  lets the planner choose: no split where the grid fills 80% of the GPU's CTA slots, else the
+   *  fewest runs (of at least 4 KV tiles each) whose waves of CTAs use the GPU within 85% of the
+   *  best count (FlashAttention-2's choice); 1 never splits; N asks for N runs (fewer where the
+   *  keys have fewer tiles). Not with attention slices or the (N/Br, H, B) grid. The plan's
+   *  config then says `key_splits=N split_tiles=T` and the forward's workspace holds the partial
+   *  results (ffpaGetAttentionForwardWorkspaceSize()). The backward ignores it. Environment:
+   *  `FFPA_KEY_SPLITS`. */
+  FFPA_POLICY_KEY_SPLITS = 17,
 
   /* --- Tuned configs (values 100-199) --- */
   /** Bool, default 0: tune launch configs at run time, once per problem and process.

@@ -7,6 +7,7 @@
 // each, and launch grids (tiles, B * H) or (tiles, H, B).
 #pragma once
 
+#include "common/key_split.h"
 #include "common/platform.cuh"
 #include "common/slice_mask.h"
 
@@ -62,6 +63,7 @@ struct CtaRows {
   int firstRow;
   int rowEnd;   // one past the last row to store (the tensor's end, or the row tile's)
   int segment;  // -1: rows no slice covers, or no slices
+  int firstTile = 0;  // split-KV (common/key_split.h): the first KV tile of the CTA's run
 };
 
 // The row tile query-major CTA `x` of a grid of one CTA per `rows` rows of the queries (no
@@ -92,7 +94,7 @@ struct KeyTile {
 
 template <class Params>
 FFPA_DEVICE KeyTile keyTileOf(const Params& p, const CtaRows& r, int tileKeys, int tile) {
-  if (p.slices.slices == nullptr) return {tile * tileKeys, -1};
+  if (p.slices.slices == nullptr) return {(r.firstTile + tile) * tileKeys, -1};
   const slices::WalkTile t = slices::walkTile(p.slices, true, r.segment, r.firstRow, r.rowEnd - 1, tileKeys, tile);
   return {static_cast<int>(t.first), t.slice};
 }
@@ -105,6 +107,16 @@ FFPA_DEVICE int visibleKeyTilesOf(const Params& p, const CtaRows& r, int tileKey
     return visibleKeyTiles(p.seqQ, p.seqKv, tileKeys, r.firstRow, rows, p.causal, p.causalOffset);
   }
   return slices::walkTiles(p.slices, true, r.segment, r.firstRow, r.rowEnd - 1, tileKeys);
+}
+
+// Split-KV (common/key_split.h, no slices): of the `tiles` KV tiles rows `r` see, those of the
+// run of CTA z, tiles [z * tilesPerSplit, (z + 1) * tilesPerSplit), as tiles 0, 1, ... from
+// r.firstTile on (keyTileOf adds it). Returns how many; 0 for a run past the rows' last tile.
+FFPA_DEVICE int splitKeyTiles(const ffpa::KeySplit& split, CtaRows& r, int tiles) {
+  if (split.splits <= 1) return tiles;
+  r.firstTile = blockIndexZ() * split.tilesPerSplit;
+  const int left = tiles - r.firstTile;
+  return left < 0 ? 0 : left < split.tilesPerSplit ? left : split.tilesPerSplit;
 }
 
 // Which keys of a KV tile (keys [firstKey, firstKey + tileKeys)) the thread's two rows, `row`

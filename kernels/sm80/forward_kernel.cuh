@@ -117,15 +117,23 @@ struct ForwardKernel {
            int64_t(firstKey) * p.vStrides[2];
   }
 
-  // Where the CTA's (batch, head) of O and the LSE (null without one) start.
+  // Where the CTA's (batch, head) of O and the LSE (null without one) start: the call's O, or
+  // with split-KV the fp32 partial O of the CTA's split (`partial`, then `o` is null).
   struct Outputs {
     Element* o;
+    float* partial;
     float* lse;
   };
 
   static FFPA_DEVICE Outputs outputsOf(const ForwardParams& p, const Coordinates& c) {
-    return {static_cast<Element*>(p.o) + c.batch * p.oStrides[0] + c.head * p.oStrides[1],
-            p.lse ? p.lse + c.batch * p.lseStrides[0] + c.head * p.lseStrides[1] : nullptr};
+    const int64_t head = c.batch * p.oStrides[0] + c.head * p.oStrides[1];
+    float* lse = p.lse ? p.lse + c.batch * p.lseStrides[0] + c.head * p.lseStrides[1] : nullptr;
+    if (p.split.splits > 1) {
+      const int split = blockIndexZ();
+      return {nullptr, static_cast<float*>(p.o) + split * p.split.partialOStride + head,
+              lse + split * p.split.partialLseStride};
+    }
+    return {static_cast<Element*>(p.o) + head, nullptr, lse};
   }
 
   // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
@@ -414,14 +422,19 @@ struct ForwardKernel {
       // A row that saw no key (causal, bottom-right, more queries than keys): O = 0, LSE = -inf.
       // A NaN sum (a NaN score: max stayed -inf, exp2(NaN) = NaN) is not 0: it reaches O and LSE.
       const float scale = sum[half] == 0.0f ? 0.0f : 1.0f / sum[half];
-      Element* out = outputs.o + int64_t(row) * p.oStrides[2];
+      const int64_t rowOffset = int64_t(row) * p.oStrides[2];
 #pragma unroll
       for (int n = 0; n < kOutTiles; ++n) {
         const int column = interleavedColumn<kColWarps>(c.colWarp, n, c.quad);
         float values[4];
         o.get(n, values);
-        if (column < p.headDimV) {
-          storeGlobal32(out + column, packPair(values[2 * half] * scale, values[2 * half + 1] * scale, Tag{}));
+        if (column >= p.headDimV) continue;
+        const float first = values[2 * half] * scale, second = values[2 * half + 1] * scale;
+        if (outputs.partial != nullptr) {
+          storeGlobalF32(outputs.partial + rowOffset + column, first);
+          storeGlobalF32(outputs.partial + rowOffset + column + 1, second);
+        } else {
+          storeGlobal32(outputs.o + rowOffset + column, packPair(first, second, Tag{}));
         }
       }
       if (outputs.lse && c.colWarp == 0 && c.quad == 0) {
@@ -438,10 +451,11 @@ struct ForwardKernel {
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {
-    const Coordinates c = locate(p);
+    Coordinates c = locate(p);
     const uint32_t shared = sharedAddress(sharedMemory());
     const int qkPanels = p.headDimQk / 16;
-    const int tiles = visibleTiles(p, c);
+    // With split-KV, the tiles of the CTA's run (c.firstTile on).
+    const int tiles = splitKeyTiles(p.split, c, visibleTiles(p, c));
     auto pipe = makeStepPipeline(p.rings, shared, p.qkSteps, p.vSteps, tiles,
                                  [&](int tile, int inTile, uint32_t slot) { issueStep(p, c, tile, inTile, slot); });
 

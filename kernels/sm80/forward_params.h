@@ -14,6 +14,7 @@
 // so a thread keeps warpColumns / 2 fp32 O values (at most 128) whatever d_v is.
 #pragma once
 
+#include "common/key_split.h"
 #include "common/problem_sizes.h"
 #include "common/slice_mask.h"
 #include "sm80/step_rings.h"
@@ -119,6 +120,10 @@ struct ForwardParams : ProblemSizes {
   int64_t vStrides[3];
   int64_t oStrides[3];
   int64_t lseStrides[3];
+  // Split-KV (common/key_split.h): with split.splits > 1, `o` and `lse` are the fp32 partial
+  // results of split 0 in the workspace (oStrides and lseStrides theirs), those of split z
+  // split.partialOStride and split.partialLseStride floats further.
+  KeySplit split;
 
   // The cp.async pipeline (step_rings.h): every KV tile is a run of steps, first the Q K^T steps
   // (each brings qkPanelsPerStep 16-column panels of K, and of Q unless Q is persisted), then the

@@ -92,7 +92,9 @@ struct ForwardKernel {
     if constexpr (kShareKv) {
       return locateKvSharingRowTile(p);
     } else {
-      return locateRowTile<kCluster>(p, p.sliced);
+      Position at = locateRowTile<kCluster>(p, p.sliced);
+      at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
+      return at;
     }
   }
 

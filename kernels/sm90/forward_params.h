@@ -33,6 +33,7 @@
 // of partial scores per CTA and KV tile through distributed shared memory.
 #pragma once
 
+#include "common/key_split.h"
 #include "common/problem_sizes.h"
 #include "common/slice_mask.h"
 #include "sm90/tensor_map.h"
@@ -202,6 +203,10 @@ struct ForwardArguments : ProblemSizes {
   float* lse;  // may be null
   int64_t oStrides[3];  // elements, [batch, head, row]
   int64_t lseStrides[3];
+  // Split-KV (common/key_split.h): with split.splits > 1, `o` and `lse` are the fp32 partial
+  // results of split 0 in the workspace (oStrides and lseStrides theirs), those of split z (grid
+  // z) split.partialOStride and split.partialLseStride floats further.
+  KeySplit split;
   // Of every 8 score exponentials of a row (a thread's 8 column groups), how many exp2Polynomial
   // computes instead of the special-function unit: 0..8 (FFPA_POLICY_EXP2_EMULATION).
   int32_t exp2Emulated;

@@ -64,6 +64,7 @@ struct RowSplitForwardKernel {
     RowTile at = locateRowTileAt<1>(p, ctaFirstRow + consumer * kRows);
     at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kTileKeys, ctaFirstRow, kRowSplitRows,
                                                     p.causal, p.causalOffset);
+    at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
     return at;
   }
 
@@ -80,7 +81,7 @@ struct RowSplitForwardKernel {
     const BufferRing valueRing{2};  // forwardRowSplitLayout
 #pragma unroll 1
     for (int tile = 0; tile < at.tiles; ++tile) {
-      const int key = tile * kTileKeys;
+      const int key = (at.firstTile + tile) * kTileKeys;
       const int kSlot = keyRing.slot(tile);
       if (tile >= p.kBuffers) mbarrierWait(s.barrier(kKEmpty0 + kSlot), (keyRing.use(tile) - 1) & 1);
       loadBlocks<kKeyBoxes>(&p.kMap, s.k + kSlot * p.kBufferBytes, at.qk, key, at.kvHead, at.batch,
@@ -110,10 +111,11 @@ struct RowSplitForwardKernel {
     const BufferRing keyRing{p.kBuffers};
     const BufferRing valueRing{2};  // forwardRowSplitLayout
     const uint32_t q = s.q + consumer * at.qk.count * kBlockBytes;
-    // The softmax of tile `tile` (no slices: keys from tile * kTileKeys), whose S is in `score`: P in
-    // `score`, O's row scales in `factor`.
+    // The softmax of tile `tile` (no slices: keys from (firstTile + tile) * kTileKeys), whose S is
+    // in `score`: P in `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
-      softmax.template tile<kMayEmulate>(p, KeyTile{tile * kTileKeys, -1}, at.firstRow, score, me, factor);
+      softmax.template tile<kMayEmulate>(p, KeyTile{(at.firstTile + tile) * kTileKeys, -1}, at.firstRow, score, me,
+                                         factor);
     };
     if (at.tiles > 0) {
       mbarrierWait(s.barrier(kQFull), 0);

@@ -44,7 +44,11 @@ struct ForwardRows {
                                       const float (&inverse)[2], int ctaColumn) {
     const int column = at.v.first * kBlockColumns + ctaColumn;
     const Lane me = lane();
-    Element* out = static_cast<Element*>(p.o) + at.batch * p.oStrides[0] + at.head * p.oStrides[1];
+    const int64_t head = at.batch * p.oStrides[0] + at.head * p.oStrides[1];
+    // With split-KV, the fp32 partial O of the CTA's split.
+    float* partial = p.split.splits > 1 ? static_cast<float*>(p.o) + blockIndexZ() * p.split.partialOStride + head
+                                        : nullptr;
+    Element* out = static_cast<Element*>(p.o) + head;
     #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = at.firstRow + me.row(half);
@@ -54,8 +58,13 @@ struct ForwardRows {
         const int col = column + 8 * j + 2 * me.quad;
         if (col >= p.headDimV) continue;
         const float* pair = &o[4 * j + 2 * half];
-        storeGlobal32(out + row * p.oStrides[2] + col,
-                      packPair(pair[0] * inverse[half], pair[1] * inverse[half], Tag()));
+        const int64_t offset = row * p.oStrides[2] + col;
+        if (partial != nullptr) {
+          storeGlobalF32(partial + offset, pair[0] * inverse[half]);
+          storeGlobalF32(partial + offset + 1, pair[1] * inverse[half]);
+        } else {
+          storeGlobal32(out + offset, packPair(pair[0] * inverse[half], pair[1] * inverse[half], Tag()));
+        }
       }
     }
   }
@@ -162,7 +171,10 @@ struct ForwardRows {
         if (p.lse && storesLse && me.quad == 0 && row < at.rowEnd) {
           constexpr float kLn2 = 0.693147180559945309f;
           const float lse = sum[half] == 0.0f ? kNegativeInfinity : (max[half] + log2Approx(sum[half])) * kLn2;
-          storeGlobalF32(p.lse + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] + int64_t(row) * p.lseStrides[2],
+          // With split-KV, the partial LSE of the CTA's split.
+          const int64_t split = p.split.splits > 1 ? blockIndexZ() * p.split.partialLseStride : 0;
+          storeGlobalF32(p.lse + split + at.batch * p.lseStrides[0] + at.head * p.lseStrides[1] +
+                             int64_t(row) * p.lseStrides[2],
                          lse);
         }
       }

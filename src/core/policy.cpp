@@ -68,6 +68,9 @@ const std::array<KnobSpec, kKnobCount> kSpecs = {{
   {FFPA_POLICY_QUERY_HEADS_AS_ROWS, "FFPA_POLICY_QUERY_HEADS_AS_ROWS", kBool, 0, 1, 1, "1",
    "FFPA_QUERY_HEADS_AS_ROWS", kBoolNames, "",
    "A forward with few query rows per head (under 128) and query heads sharing K and V runs the heads of a group as rows of one problem per KV head.", true},
+  {FFPA_POLICY_KEY_SPLITS, "FFPA_POLICY_KEY_SPLITS", FFPA_POLICY_TYPE_INT32, 0, 32, 0, "0",
+   "FFPA_KEY_SPLITS", "", "",
+   "Split-KV runs per row tile of the fast forward kernels where the grid leaves the GPU idle; 0 lets the planner choose, 1 never splits.", true},
   // --- Tuned configs ---
   {FFPA_POLICY_AUTOTUNE, "FFPA_POLICY_AUTOTUNE", kBool, 0, 1, 0, "0",
    "FFPA_AUTOTUNE", kBoolNames, "",

@@ -25,7 +25,7 @@ struct KnobSpec {
   bool affectsPlan;         // false for knobs that cannot change which kernel runs or how
 };
 
-constexpr size_t kKnobCount = 27;
+constexpr size_t kKnobCount = 28;
 constexpr size_t kMaxPolicyStringBytes = 4096;  // including the NUL
 
 // All knobs, in the order of their enumerator values.

@@ -211,6 +211,16 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   if (auto why = chooseGrid(policy, rowTiles, problem.batch, problem.headsQ, d.gridDnhb, d.grid, d.notes)) {
     return refuse(rejected(*why));
   }
+  // Split-KV where the grid leaves the GPU idle (grid z is the split; the (N/Br, H, B) grid's z is
+  // B). CTAs per SM: two of 128 threads (their launch bounds), one of 256; fewer where shared
+  // memory holds fewer.
+  constexpr int64_t kReservedPerBlock = 1024;
+  const int64_t sharedCtas =
+      std::max<int64_t>(1, r.device.sharedMemPerSm / (int64_t{p.sharedBytes} + kReservedPerBlock));
+  const int ctasPerSm = static_cast<int>(std::min<int64_t>(d.shape.threads() <= 128 ? 2 : 1, sharedCtas));
+  const int64_t ctas = int64_t{d.grid[0]} * d.grid[1] * d.grid[2];
+  d.split = planKeySplits(policy, problem, r.device, {ctas, ctasPerSm, d.shape.keys()}, !d.gridDnhb);
+  if (d.split.splits > 1) d.grid[2] = static_cast<uint32_t>(d.split.splits);
   return {std::move(d), Support::applies()};
 }
 
@@ -223,11 +233,12 @@ std::string describeForwardConfig(const ForwardLaunch& d) {
              " prefetch=", p.rings.prefetch, " smem_share=", p.rings.shared, " q=", swizzle[d.choice.swizzleQ],
              " k=", swizzle[d.choice.swizzleK], " v=", swizzle[d.choice.swizzleV],
              " persist_q=", p.persistQ, " persist_kv=", d.choice.persistKv,
-             " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " smem=", p.sharedBytes, "B", d.notes);
+             " grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " smem=", p.sharedBytes, "B", d.notes,
+             describeKeySplits(d.split));
 }
 
 ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProblem& problem,
-                                const TensorArgs& tensors) {
+                                const TensorArgs& tensors, void* workspace) {
   ForwardParams p = launch.layout;
   p.q = tensors.q;
   p.k = tensors.k;
@@ -241,6 +252,8 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
     p.oStrides[i] = problem.o[i];
     p.lseStrides[i] = problem.lse[i];
   }
+  p.split = KeySplit{};
+  if (launch.split.splits > 1) usePartialOutputs(launch.split, problem, workspace, p);
   copyProblemSizes(problem, p);
   p.gridDnhb = launch.gridDnhb;
   p.slices = tensors.slices;

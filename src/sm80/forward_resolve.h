@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/kernel_registry.h"
+#include "core/key_splits.h"
 #include "sm80/forward_instances.h"
 #include "sm80/forward_params.h"
 #include "sm80/resolve_common.h"
@@ -26,6 +27,7 @@ struct ForwardLaunch {
   uint32_t grid[3] = {1, 1, 1};
   std::string notes;  // adaptations of knobs left at their defaults, e.g. " stages=1(fit)"
   bool tileKeysChoice = false;  // the instance comes with 32- and 64-key tiles ("tile_keys")
+  KeySplitPlan split;  // split-KV (FFPA_POLICY_KEY_SPLITS): grid z is the split
 };
 
 // Either a decision or the reason there is none (not applicable, or a knob combination refused).
@@ -47,9 +49,9 @@ ForwardResolution resolveForward(const PlanRequest& request);
 
 // The launch parameters of one call: the decision's layout plus the call's pointers, strides,
 // sizes, mask and scale. Pointers are used as they are (device pointers, or host pointers on the
-// emulator).
+// emulator). With split-KV, O and LSE are the partial results in `workspace` (launch.split.bytes).
 ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProblem& problem,
-                                const TensorArgs& tensors);
+                                const TensorArgs& tensors, void* workspace = nullptr);
 
 // The grid of one call: the plan's, with the x extent of a sliced problem counting its row tiles
 // (which the plan, keyed on the presence of slices only, cannot know).

@@ -20,7 +20,7 @@ class ForwardPlan final : public PlanPayload {
   explicit ForwardPlan(const ForwardLaunch& d) : d_(d) {}
 
   void launch(const LaunchArgs& args) const override {
-    ForwardParams p = forwardCallParams(d_, args.problem, args.tensors);
+    ForwardParams p = forwardCallParams(d_, args.problem, args.tensors, args.workspace);
     void* arguments[] = {&p};
     uint32_t extents[3];
     forwardCallGrid(d_, args.problem, p, extents);
@@ -28,6 +28,10 @@ class ForwardPlan final : public PlanPayload {
     checkCuda(cudaLaunchKernel(d_.instance->kernel, grid, dim3(d_.shape.threads()), arguments,
                                p.sharedBytes, static_cast<cudaStream_t>(args.stream)),
               "the sm80 forward kernel launch");
+    if (d_.split.splits > 1) {
+      enqueueKeySplitMerge(d_.split, args.problem, args.workspace, args.tensors.out, args.tensors.lseOut,
+                           args.stream);
+    }
   }
 
  private:
@@ -49,6 +53,7 @@ Plan plan(const PlanRequest& r) {
   Plan plan;
   plan.kernel = instanceName(*d.instance);
   plan.config = describeForwardConfig(d);
+  plan.kernelWorkspaceBytes = d.split.bytes;
   plan.payload = std::make_unique<ForwardPlan>(d);
   return plan;
 }

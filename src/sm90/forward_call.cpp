@@ -131,7 +131,7 @@ int rowSplitTileKeysByDefault(const AttentionProblem& p) {
 
 ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& tensors, bool gridDnhb,
                                 int exp2Emulated, int kvSharing, int overlap, bool rowSplit, int pingpong,
-                                int tileKeys) {
+                                int tileKeys, const KeySplitPlan& split, void* workspace) {
   ForwardCall call{};
   ForwardArguments& a = call.arguments;
   a.o = tensors.out;
@@ -173,6 +173,13 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
                            ? forwardGridBlocksX(p, kvSharing, rowSplit)
                            : ctasAlong(p, tensors, OwnedAxis::queries, call.clusterSize, a.sliced);
   gridExtents(ctas, p.batch, p.headsQ, gridDnhb, call.grid);
+  a.split = KeySplit{};
+  if (split.splits > 1) {
+    require(!gridDnhb && kvSharing == 1 && p.slices == nullptr, FFPA_STATUS_INTERNAL_ERROR,
+            "the sm90 forward splits the keys only on the (N/Br, B*H) grid, without K and V sharing or slices");
+    usePartialOutputs(split, p, workspace, a);
+    call.grid[2] = static_cast<uint32_t>(split.splits);
+  }
   return call;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/plan.h"
+#include "core/key_splits.h"
 #include "core/problem.h"
 #include "sm90/forward_params.h"
 #include "sm90/tensor_map.h"
@@ -80,9 +81,11 @@ bool overlapApplies(const AttentionProblem& problem, int kvSharing);
 // `overlap`: ForwardArguments::overlap (0 where overlapApplies is false); `rowSplit`: the row
 // split's kernel (rowSplitRefusal empty; kvSharing 1 and overlap 0), else the split of the columns;
 // `pingpong`: ForwardArguments::pingpong (the row split's only); `tileKeys`: keys per KV tile (the
-// row split's kRowSplitWideKeys where rowSplitWideKeysServe, else kKeys).
+// row split's kRowSplitWideKeys where rowSplitWideKeysServe, else kKeys); `split`: split-KV
+// (grid z; O and LSE are then the partial results in `workspace`, split.bytes).
 ForwardCall describeForwardCall(const AttentionProblem& problem, const TensorArgs& tensors, bool gridDnhb,
                                 int exp2Emulated = 0, int kvSharing = 1, int overlap = 0, bool rowSplit = false,
-                                int pingpong = 0, int tileKeys = kKeys);
+                                int pingpong = 0, int tileKeys = kKeys, const KeySplitPlan& split = {},
+                                void* workspace = nullptr);
 
 }  // namespace ffpa::sm90

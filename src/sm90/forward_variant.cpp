@@ -54,13 +54,15 @@ static_assert(alignof(ForwardParams) % 64 == 0, "CUtensorMap parameters must be 
 
 class ForwardPlan final : public PlanPayload {
  public:
-  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated, int overlap, int pingpong)
-      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated), overlap_(overlap), pingpong_(pingpong) {}
+  ForwardPlan(const ForwardInstance& instance, bool gridDnhb, int exp2Emulated, int overlap, int pingpong,
+              const KeySplitPlan& split)
+      : instance_(instance), gridDnhb_(gridDnhb), exp2Emulated_(exp2Emulated), overlap_(overlap), pingpong_(pingpong),
+        split_(split) {}
 
   void launch(const LaunchArgs& args) const override {
     const ForwardCall call = describeForwardCall(args.problem, args.tensors, gridDnhb_, exp2Emulated_,
                                                  instance_.kvSharing, overlap_, instance_.rowSplit, pingpong_,
-                                                 instance_.tileKeys);
+                                                 instance_.tileKeys, split_, args.workspace);
     ForwardParams p;
     static_cast<ForwardArguments&>(p) = call.arguments;
     p.qMap = encodeTensorMap(call.q);
@@ -70,6 +72,9 @@ class ForwardPlan final : public PlanPayload {
     checkCuda(cudaLaunchKernel(instance_.kernel, dim3(call.grid[0], call.grid[1], call.grid[2]), dim3(kThreads),
                                arguments, p.sharedBytes, static_cast<cudaStream_t>(args.stream)),
               "the sm90 forward kernel launch");
+    if (split_.splits > 1) {
+      enqueueKeySplitMerge(split_, args.problem, args.workspace, args.tensors.out, args.tensors.lseOut, args.stream);
+    }
   }
 
  private:
@@ -78,6 +83,7 @@ class ForwardPlan final : public PlanPayload {
   int exp2Emulated_;
   int overlap_;
   int pingpong_;
+  KeySplitPlan split_;
 };
 
 // The instance's launch choices: whether two row tiles share K and V (kvSharingFor; the caller's
@@ -144,6 +150,7 @@ struct Resolution {
   int overlap = 0;
   int pingpong = 0;
   bool gridDnhb = false;
+  KeySplitPlan split;  // split-KV: grid z is the split
   std::string notes;  // adaptations of knobs left at their defaults
 };
 
@@ -184,6 +191,11 @@ Resolution resolve(const PlanRequest& r) {
                      problem.headsQ, d.gridDnhb, grid, d.notes)) {
     return refusal(Support::rejected(FFPA_STATUS_NOT_SUPPORTED_KNOB_COMBINATION, std::move(*why)));
   }
+  // Split-KV where the grid leaves the GPU idle: one CTA per SM (384 threads, most of its shared
+  // memory); not for CTAs that share K and V (a pair walks the same tiles) or the (N/Br, H, B) grid.
+  const int64_t ctas = int64_t{grid[0]} * grid[1] * grid[2];
+  d.split = planKeySplits(r.policy, problem, r.device, {ctas, 1, d.instance->tileKeys},
+                          !d.gridDnhb && d.instance->kvSharing == 1);
   return d;
 }
 
@@ -241,9 +253,10 @@ Plan plan(const PlanRequest& r) {
   Plan plan;
   plan.kernel = instanceName(r.problem.dtype, instance.headDimV, instance.kvSharing, instance.split, instance.rowSplit,
                              instance.tileKeys);
-  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap, d.pingpong);
+  plan.payload = std::make_unique<ForwardPlan>(instance, d.gridDnhb, exp2Emulated, d.overlap, d.pingpong, d.split);
+  plan.kernelWorkspaceBytes = d.split.bytes;
   const std::string grid = cat(" grid=", d.gridDnhb ? "(N/Br,H,B)" : "(N/Br,B*H)", " exp2_emulated=", exp2Emulated,
-                               "/8", d.notes);
+                               "/8", d.notes, describeKeySplits(d.split));
   if (instance.rowSplit) {
     const ForwardArguments layout = forwardLayoutFor(r.problem, true, instance.tileKeys);
     plan.config = cat("Br=", kRowSplitRows, " Bc=", instance.tileKeys, " warpgroups=1+2 threads=", kThreads,

@@ -795,23 +795,29 @@ TEST_CASE("sm90 forward: d_v 16-1024 across tails, masks, head groups, layouts a
   CHECK(on_hopper == static_cast<int>(cases.size()));
 }
 
-TEST_CASE("fast forward: decode and short queries of GQA and MQA, their query heads as rows") {
+TEST_CASE("fast forward: decode and short queries of GQA and MQA, their query heads as rows, split-KV") {
   // Merged (FFPA_POLICY_QUERY_HEADS_AS_ROWS): decode of GQA and MQA (MLA's 576/512), one
   // bottom-right row, short packed GQA queries, short MQA queries in [B, N, H, D] without an LSE.
   // Not merged: the same with an LSE (heads one way, the LSE's rows the other), one top-left row.
+  // Split-KV (the grid leaves SMs idle, the keys have 8 tiles or more): MLA decode of one
+  // sequence, GQA decode, and short causal queries of two heads.
   struct DecodeRow {
     ShapeRow shape;
     bool with_lse;
     bool merges;
+    bool splits;
   };
   const DecodeRow rows[] = {
-      {{4, 16, 2, 1, 1000, 128, 128, CausalMask::none, DType::bfloat16, LayoutKind::bhnd}, true, true},
-      {{2, 32, 1, 1, 700, 576, 512, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd}, true, true},
-      {{3, 8, 1, 1, 257, 64, 64, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd}, true, true},
-      {{2, 12, 3, 5, 300, 256, 256, CausalMask::none, DType::float16, LayoutKind::bhnd}, true, true},
-      {{1, 8, 1, 7, 333, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, false, true},
-      {{1, 8, 1, 7, 333, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, true, false},
-      {{2, 8, 2, 1, 100, 128, 128, CausalMask::top_left, DType::float16, LayoutKind::bhnd}, true, false},
+      {{4, 16, 2, 1, 1000, 128, 128, CausalMask::none, DType::bfloat16, LayoutKind::bhnd}, true, true, true},
+      {{2, 32, 1, 1, 700, 576, 512, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd}, true, true, true},
+      {{3, 8, 1, 1, 257, 64, 64, CausalMask::bottom_right, DType::float16, LayoutKind::bnhd}, true, true, false},
+      {{2, 12, 3, 5, 300, 256, 256, CausalMask::none, DType::float16, LayoutKind::bhnd}, true, true, false},
+      {{1, 8, 1, 7, 333, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, false, true, false},
+      {{1, 8, 1, 7, 333, 512, 512, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, true, false, false},
+      {{2, 8, 2, 1, 100, 128, 128, CausalMask::top_left, DType::float16, LayoutKind::bhnd}, true, false, false},
+      {{1, 128, 1, 1, 8192, 576, 512, CausalMask::none, DType::bfloat16, LayoutKind::bhnd}, true, true, true},
+      {{1, 16, 2, 1, 6000, 128, 128, CausalMask::none, DType::float16, LayoutKind::bnhd}, false, true, true},
+      {{1, 2, 2, 40, 3000, 320, 320, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd}, true, false, true},
   };
   Workspace workspace;
   uint64_t start = 47000;
@@ -829,6 +835,7 @@ TEST_CASE("fast forward: decode and short queries of GQA and MQA, their query he
           planned_config(handles.fast(FFPA_ACCUMULATOR_F32), descriptors_of(problem, row.with_lse));
       CHECK_MESSAGE((config.find("query_heads_as_rows=") != std::string::npos) == row.merges,
                     context << ": " << config);
+      CHECK_MESSAGE((config.find("key_splits=") != std::string::npos) == row.splits, context << ": " << config);
       run_fast_case(handles, workspace, fast_case);
     }
   }

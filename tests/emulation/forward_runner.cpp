@@ -2,6 +2,7 @@
 
 #include "case_matrix.h"
 #include "common/error_metrics.h"
+#include "common/half_precision.h"
 #include "common/random.h"
 #include "core/kernel_registry.h"
 #include "core/query_rows.h"
@@ -65,6 +66,51 @@ void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& ou
   out.lse = std::move(t.lse);
 }
 
+void mergeKeySplits(const ffpa::KeySplitPlan& split, const ffpa::AttentionProblem& planned, void* workspace,
+                    HostTensor& o, HostTensor& lse, bool withLse) {
+  const ffpa::PartialOutputs parts = ffpa::partialOutputs(split, planned, workspace);
+  const ffpa::Strides &os = planned.o, &ls = planned.lse;
+  const auto store = [&](int64_t offset, double value) {
+    uint16_t* raw = static_cast<uint16_t*>(o.data()) + offset;
+    *raw = o.dtype() == DType::bfloat16 ? ffpa_tools::float_to_bfloat16_bits(float(value))
+                                        : ffpa_tools::float_to_half_bits(float(value));
+  };
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  std::vector<double> partialLse(static_cast<size_t>(split.splits));
+  for (int64_t b = 0; b < planned.batch; ++b) {
+    for (int64_t h = 0; h < planned.headsQ; ++h) {
+      for (int64_t n = 0; n < planned.seqQ; ++n) {
+        const int64_t row = b * parts.lseStrides[0] + h * parts.lseStrides[1] + n * parts.lseStrides[2];
+        const int64_t rowO = b * parts.oStrides[0] + h * parts.oStrides[1] + n * parts.oStrides[2];
+        double most = -kInfinity;
+        bool nan = false;
+        for (int s = 0; s < split.splits; ++s) {
+          partialLse[s] = parts.lse[s * parts.fields.partialLseStride + row];
+          nan = nan || std::isnan(partialLse[s]) || partialLse[s] == kInfinity;
+          most = std::max(most, partialLse[s]);
+        }
+        double total = most == -kInfinity ? -kInfinity : 0.0;
+        if (nan) {
+          total = std::numeric_limits<double>::quiet_NaN();
+        } else if (most != -kInfinity) {
+          for (int s = 0; s < split.splits; ++s) total += std::exp(partialLse[s] - most);
+          total = most + std::log(total);
+        }
+        const int64_t out = b * os[0] + h * os[1] + n * os[2];
+        for (int64_t d = 0; d < planned.headDimV; ++d) {
+          double value = nan ? total : 0.0;
+          for (int s = 0; !nan && most != -kInfinity && s < split.splits; ++s) {
+            if (partialLse[s] == -kInfinity) continue;
+            value += std::exp(partialLse[s] - total) * parts.o[s * parts.fields.partialOStride + rowO + d];
+          }
+          store(out + d, value);
+        }
+        if (withLse) static_cast<float*>(lse.data())[b * ls[0] + h * ls[1] + n * ls[2]] = float(total);
+      }
+    }
+  }
+}
+
 ffpa::AttentionProblem plannedProblem(const AttentionCase& c, const ffpa::AttentionProblem& problem, bool* merged) {
   const std::optional<ffpa::QueryHeadsAsRows> rows =
       policyOf(c).flag(FFPA_POLICY_QUERY_HEADS_AS_ROWS) ? ffpa::queryHeadsAsRows(problem) : std::nullopt;
@@ -103,7 +149,9 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   tensors.out = t.o.data();
   tensors.lseOut = static_cast<float*>(t.lse.data());
   if (table) tensors.slices = table->hostView();
-  const ffpa::sm80::ForwardParams params = ffpa::sm80::forwardCallParams(launch, problem, tensors);
+  // Split-KV: the partial results in a workspace of the plan's size, merged on the host below.
+  std::vector<float> workspace(launch.split.bytes / sizeof(float));
+  const ffpa::sm80::ForwardParams params = ffpa::sm80::forwardCallParams(launch, problem, tensors, workspace.data());
   uint32_t grid[3];
   ffpa::sm80::forwardCallGrid(launch, problem, params, grid);
   ffpa::emulation::Config config(
@@ -113,10 +161,12 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
        {k.data(), k.size_bytes()},
        {v.data(), v.size_bytes()},
        {t.o.data(), t.o.size_bytes()},
-       {t.lse.data(), t.lse.size_bytes()}});
+       {t.lse.data(), t.lse.size_bytes()},
+       {workspace.data(), workspace.size() * sizeof(float)}});
   config.scheduleSeed = c.scheduleSeed;
   const std::vector<uint8_t> inputs[] = {bytesOf(q), bytesOf(k), bytesOf(v)};
   twin->run(config, params);
+  if (launch.split.splits > 1) mergeKeySplits(launch.split, problem, workspace.data(), t.o, t.lse, c.withLse);
   if (inputs[0] != bytesOf(q) || inputs[1] != bytesOf(k) || inputs[2] != bytesOf(v)) {
     throw std::runtime_error(out.kernel + " wrote into its inputs");
   }

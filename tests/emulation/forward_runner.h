@@ -5,6 +5,7 @@
 #pragma once
 
 #include "attention_case.h"
+#include "core/key_splits.h"
 
 #include <functional>
 #include <string>
@@ -51,6 +52,12 @@ struct MergeCase {
 // where it should (`m.merges` with the knob on).
 void runMergeCase(const MergeCase& m, uint64_t start, bool knobOn,
                   const std::function<ForwardOutcome(const AttentionCase&)>& run);
+
+// Split-KV: the call's O and LSE (`withLse`) from the fp32 partial results a launch of `planned`
+// left in `workspace`, as the library's merge kernel computes them (here in float64), written
+// through `planned`'s strides into `o` and `lse` (the tensors `planned` describes).
+void mergeKeySplits(const ffpa::KeySplitPlan& split, const ffpa::AttentionProblem& planned, void* workspace,
+                    ffpa_tools::HostTensor& o, ffpa_tools::HostTensor& lse, bool withLse);
 
 // Changes the random inputs of a run before the kernel sees them (the float64 expectation is
 // computed from the changed inputs).

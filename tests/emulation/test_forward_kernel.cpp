@@ -177,6 +177,64 @@ TEST_CASE("query heads as rows: decode and short queries of GQA and MQA, merged 
   CHECK(run >= 18);
 }
 
+TEST_CASE("split-KV: few row tiles split their keys into runs, merged as ffpaAttentionMerge merges") {
+  // Decode of MQA (merged into one row tile) with many keys, split as the planner chooses; runs
+  // asked for by the knob over a causal mask (runs past a tile's last visible key are empty), a
+  // tail run, no LSE; a NaN row; 1 (never) and the (N/Br, H, B) grid (no split).
+  struct SplitCase {
+    ffpa_tools::AttentionProblem shape;
+    Knobs knobs;
+    LayoutKind layout;
+    bool withLse;
+    bool splits;
+  };
+  const SplitCase cases[] = {
+      {problem(1, 8, 1, 1, 2000, 128, 128, CausalMask::none), {}, LayoutKind::bhnd, true, true},
+      {problem(2, 2, 2, 5, 700, 512, 512, CausalMask::bottom_right), {{FFPA_POLICY_KEY_SPLITS, 3}},
+       LayoutKind::bnhd, true, true},
+      {problem(1, 3, 1, 40, 650, 64, 64, CausalMask::top_left), {{FFPA_POLICY_KEY_SPLITS, 5}},
+       LayoutKind::padded_aligned, false, true},
+      {problem(1, 2, 1, 3, 1300, 320, 320, CausalMask::none), {{FFPA_POLICY_KEY_SPLITS, 4}}, LayoutKind::bhnd,
+       true, true},
+      {problem(1, 8, 1, 1, 2000, 128, 128, CausalMask::none), {{FFPA_POLICY_KEY_SPLITS, 1}}, LayoutKind::bhnd,
+       true, false},
+      {problem(1, 8, 1, 1, 2000, 128, 128, CausalMask::none),
+       {{FFPA_POLICY_KEY_SPLITS, 4}, {FFPA_POLICY_LAUNCH_GRID_DNHB, 1}}, LayoutKind::bhnd, true, false},
+  };
+  const int largest = largestCompiledHeadDim();
+  uint64_t start = 3100;
+  for (const SplitCase& s : cases) {
+    AttentionCase c;
+    c.shape = s.shape;
+    c.knobs = s.knobs;
+    c.layout = s.layout;
+    c.withLse = s.withLse;
+    c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
+    c.start = start++;
+    if (std::max(s.shape.dim_qk, s.shape.dim_v) > largest) continue;
+    try {
+      const ForwardOutcome outcome = runForward(c);
+      const bool split = outcome.config.find("key_splits=") != std::string::npos;
+      CHECK_MESSAGE(split == s.splits, c.toString() << "\n  " << outcome.config);
+      checkForward(c, outcome);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
+  }
+  // A NaN in one query row reaches that row's O and LSE through every run, and no other row.
+  AttentionCase nan;
+  nan.shape = problem(1, 2, 2, 70, 900, 128, 128, CausalMask::none);
+  nan.knobs = {{FFPA_POLICY_KEY_SPLITS, 3}};
+  nan.start = 3150;
+  try {
+    const ForwardOutcome outcome = runForward(nan, nanInQueryRow(1, 37));
+    CHECK_MESSAGE(outcome.config.find("key_splits=3") != std::string::npos, outcome.config);
+    checkNanRow(nan, outcome, 1, 37);
+  } catch (const std::exception& e) {
+    FAIL_CHECK(nan.toString() << "\n  " << std::string(e.what()));
+  }
+}
+
 TEST_CASE("every pipeline knob value computes the same attention") {
   const int largest = largestCompiledHeadDim();
   std::vector<Knobs> settings = {

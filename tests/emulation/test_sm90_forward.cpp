@@ -153,8 +153,14 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
   } else if (tileKeys < 0) {
     tileKeys = ffpa::sm90::rowSplitTileKeysByDefault(problem);
   }
-  const ffpa::sm90::ForwardCall call = ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated,
-                                                                       kvSharing, overlap, rows, pingpong, tileKeys);
+  // Split-KV as the planner chooses it (one CTA per SM), merged on the host after the launch.
+  const int64_t ctas = ffpa::sm90::forwardGridBlocksX(problem, kvSharing, rows) * problem.batch * problem.headsQ;
+  const ffpa::KeySplitPlan keySplit = ffpa::planKeySplits(policyOf(c), problem, deviceOf(c), {ctas, 1, tileKeys},
+                                                          !gridDnhb && kvSharing == 1);
+  std::vector<float> workspace(keySplit.bytes / sizeof(float));
+  const ffpa::sm90::ForwardCall call =
+      ffpa::sm90::describeForwardCall(problem, tensors, gridDnhb, exp2Emulated, kvSharing, overlap, rows, pingpong,
+                                      tileKeys, keySplit, workspace.data());
   ffpa::sm90::ForwardParams params;
   static_cast<ffpa::sm90::ForwardArguments&>(params) = call.arguments;
   params.qMap = call.q;
@@ -169,23 +175,29 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
        {t.k.data(), t.k.size_bytes()},
        {t.v.data(), t.v.size_bytes()},
        {t.o.data(), t.o.size_bytes()},
-       {t.lse.data(), t.lse.size_bytes()}});
+       {t.lse.data(), t.lse.size_bytes()},
+       {workspace.data(), workspace.size() * sizeof(float)}});
   config.scheduleSeed = c.scheduleSeed;
+  const auto merge = [&] {
+    if (keySplit.splits > 1) mergeKeySplits(keySplit, problem, workspace.data(), t.o, t.lse, c.withLse);
+  };
+  const std::string splitNote = ffpa::describeKeySplits(keySplit) + (merged ? " query_heads_as_rows" : "");
   if (rows) {
     if (c.dtype == DType::bfloat16) {
       launchRowSplit<ffpa::kernels::Bf16Tag>(instance, tileKeys, config, params);
     } else {
       launchRowSplit<ffpa::kernels::HalfTag>(instance, tileKeys, config, params);
     }
-    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(tileKeys) +
-                 (merged ? " query_heads_as_rows" : "");
+    merge();
+    out.config = "rows=64+64 pingpong=" + std::to_string(pingpong) + " keys=" + std::to_string(tileKeys) + splitNote;
     finishOutcome(c, t, out);
     return out;
   }
   const int columns0 = c.dtype == DType::bfloat16
                            ? launchFor<ffpa::kernels::Bf16Tag>(instance, config, params, call.kvSharing, split)
                            : launchFor<ffpa::kernels::HalfTag>(instance, config, params, call.kvSharing, split);
-  out.config = "columns0=" + std::to_string(columns0) + (merged ? " query_heads_as_rows" : "");
+  merge();
+  out.config = "columns0=" + std::to_string(columns0) + splitNote;
   finishOutcome(c, t, out);
   return out;
 }
@@ -439,6 +451,43 @@ TEST_CASE("sm90 forward: query heads as rows, decode and short queries of GQA an
   uint64_t start = 960;
   for (const MergeCase& m : cases) {
     runMergeCase(m, start++, true, [](const AttentionCase& c) { return runSm90(c); });
+  }
+}
+
+TEST_CASE("sm90 forward: split-KV runs on the row split, one CTA and clusters, merged on the host") {
+  // Decode of MQA merged into one row tile, split as the planner chooses (the row split, 128-key
+  // tiles); runs asked for over a causal mask on one CTA (d 512) and on clusters (d 640), a tail
+  // run, no LSE; and a split asked for where K and V are shared (none).
+  struct SplitCase {
+    ffpa_tools::AttentionProblem shape;
+    Knobs knobs;
+    bool withLse;
+    bool splits;
+  };
+  const SplitCase cases[] = {
+      {problem(1, 16, 1, 1, 1500, 128, 128, CausalMask::none), {}, true, true},
+      {problem(1, 2, 2, 70, 600, 512, 512, CausalMask::bottom_right), {{FFPA_POLICY_KEY_SPLITS, 3}}, false, true},
+      {problem(1, 1, 1, 40, 460, 640, 640, CausalMask::top_left), {{FFPA_POLICY_KEY_SPLITS, 2}}, true, true},
+      {problem(1, 2, 2, 150, 600, 256, 256, CausalMask::none),
+       {{FFPA_POLICY_KEY_SPLITS, 3}, {FFPA_POLICY_HOPPER_KV_MULTICAST, 1}}, true, false},
+  };
+  uint64_t start = 970;
+  for (const SplitCase& s : cases) {
+    AttentionCase c;
+    c.shape = s.shape;
+    c.knobs = s.knobs;
+    c.withLse = s.withLse;
+    c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
+    c.start = start++;
+    try {
+      const bool shared = !s.knobs.empty() && s.knobs.back().first == FFPA_POLICY_HOPPER_KV_MULTICAST;
+      const ForwardOutcome outcome = runSm90(c, false, {}, -1, -1, shared ? 0 : -1);
+      const bool split = outcome.config.find("key_splits=") != std::string::npos;
+      CHECK_MESSAGE(split == s.splits, c.toString() << "\n  " << outcome.config);
+      checkForward(c, outcome);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
+    }
   }
 }
 

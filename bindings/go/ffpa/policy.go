@@ -33,6 +33,7 @@ const (
 	KnobExp2Emulation             Knob = C.FFPA_POLICY_EXP2_EMULATION
 	KnobHopperKvMulticast         Knob = C.FFPA_POLICY_HOPPER_KV_MULTICAST
 	KnobQueryHeadsAsRows          Knob = C.FFPA_POLICY_QUERY_HEADS_AS_ROWS
+	KnobKeySplits                 Knob = C.FFPA_POLICY_KEY_SPLITS
 	KnobAutotune                  Knob = C.FFPA_POLICY_AUTOTUNE
 	KnobAutotuneMode              Knob = C.FFPA_POLICY_AUTOTUNE_MODE
 	KnobTunedConfigDir            Knob = C.FFPA_POLICY_TUNED_CONFIG_DIR

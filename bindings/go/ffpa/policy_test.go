@@ -13,7 +13,7 @@ var allKnobs = []Knob{
 	KnobAccumulator, KnobPrefetchQKV, KnobQKVSmemShare, KnobSmemSwizzleQ, KnobSmemSwizzleK,
 	KnobSmemSwizzleV, KnobPersistQG2S, KnobPersistKVG2S, KnobPersistQS2R, KnobPersistVS2R,
 	KnobRegistersPipeKV, KnobLaunchGridDNHB, KnobStages, KnobHopperKernels, KnobExp2Emulation,
-	KnobHopperKvMulticast, KnobQueryHeadsAsRows, KnobAutotune, KnobAutotuneMode,
+	KnobHopperKvMulticast, KnobQueryHeadsAsRows, KnobKeySplits, KnobAutotune, KnobAutotuneMode,
 	KnobTunedConfigDir, KnobSkipPersistentTunedConfig, KnobDeterministic, KnobSanityCheck,
 	KnobReferenceBackend, KnobReferenceChunkBytes, KnobPlanCacheCapacity, KnobLogLevel,
 }

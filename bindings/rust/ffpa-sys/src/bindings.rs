@@ -713,6 +713,21 @@ impl ffpaPolicyKnob {
     pub const FFPA_POLICY_QUERY_HEADS_AS_ROWS: ffpaPolicyKnob = ffpaPolicyKnob(16);
 }
 impl ffpaPolicyKnob {
+    #[doc = " Int32 0-32, default 0: split-KV for the fast forward kernels. When a problem's row tiles"]
+    #[doc = "  (after #FFPA_POLICY_QUERY_HEADS_AS_ROWS) are too few to fill the GPU (decode, short queries"]
+    #[doc = "  of few heads, small batches), the KV tiles each row tile sees are cut into runs, one CTA per"]
+    #[doc = "  run and row tile; each writes an output normalised over its keys and its log-sum-exp in"]
+    #[doc = "  fp32 to the workspace, and a merge (ffpaAttentionMerge()'s arithmetic) writes O and LSE. 0"]
+    #[doc = "  lets the planner choose: no split where the grid fills 80% of the GPU's CTA slots, else the"]
+    #[doc = "  fewest runs (of at least 4 KV tiles each) whose waves of CTAs use the GPU within 85% of the"]
+    #[doc = "  best count (FlashAttention-2's choice); 1 never splits; N asks for N runs (fewer where the"]
+    #[doc = "  keys have fewer tiles). Not with attention slices or the (N/Br, H, B) grid. The plan's"]
+    #[doc = "  config then says `key_splits=N split_tiles=T` and the forward's workspace holds the partial"]
+    #[doc = "  results (ffpaGetAttentionForwardWorkspaceSize()). The backward ignores it. Environment:"]
+    #[doc = "  `FFPA_KEY_SPLITS`."]
+    pub const FFPA_POLICY_KEY_SPLITS: ffpaPolicyKnob = ffpaPolicyKnob(17);
+}
+impl ffpaPolicyKnob {
     #[doc = " Bool, default 0: tune launch configs at run time, once per problem and process."]
     #[doc = "  Environment: `FFPA_AUTOTUNE`."]
     pub const FFPA_POLICY_AUTOTUNE: ffpaPolicyKnob = ffpaPolicyKnob(100);

@@ -75,6 +75,9 @@ knobs! {
     /// share K and V runs the heads of a group as rows of one problem per KV head (env
     /// `FFPA_QUERY_HEADS_AS_ROWS`).
     QUERY_HEADS_AS_ROWS = FFPA_POLICY_QUERY_HEADS_AS_ROWS,
+    /// Int32 0-32, default 0 (the planner chooses): split-KV runs per row tile of the fast
+    /// forward kernels where the grid leaves the GPU idle; 1 never splits (env `FFPA_KEY_SPLITS`).
+    KEY_SPLITS = FFPA_POLICY_KEY_SPLITS,
     /// Bool, default false: tune launch configs at run time (env `FFPA_AUTOTUNE`).
     AUTOTUNE = FFPA_POLICY_AUTOTUNE,
     /// Enum [`AutotuneMode`], default `Fast` (env `FFPA_AUTOTUNE_MODE`).

@@ -1,0 +1,77 @@
+// Split-KV for the fast forward kernels (kernels/common/key_split.h): how many runs of KV tiles a
+// problem's row tiles are cut into, the workspace the partial results take, and the merge that
+// turns them into the call's O and LSE.
+#pragma once
+
+#include "common/key_split.h"
+#include "core/device.h"
+#include "core/plan.h"
+#include "core/policy.h"
+#include "core/problem.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ffpa {
+
+// A plan's split of the keys: `splits` runs of `tilesPerSplit` KV tiles, and the workspace their
+// partial outputs ([splits, B, H, Nq, d_v] fp32, then [splits, B, H, Nq] fp32 log-sum-exps) take.
+struct KeySplitPlan {
+  int splits = 1;
+  int tilesPerSplit = 0;
+  size_t partialOBytes = 0;  // where the log-sum-exps start
+  size_t bytes = 0;          // 0 without a split
+};
+
+// How a kernel's grid fills the GPU without a split: its CTAs, how many an SM runs at once, and
+// the keys of its KV tiles.
+struct ForwardGrid {
+  int64_t ctas;
+  int ctasPerSm;
+  int tileKeys;
+};
+
+// The split for `problem` on `device` (FFPA_POLICY_KEY_SPLITS: 0 lets this choose, 1 never
+// splits, N asks for N runs, fewer where the keys have fewer tiles). Without attention slices
+// only, and where `allowed` (the kernel's grid has z free). The choice (FlashAttention-2's):
+// none where the grid fills 80% of the GPU's CTA slots; else the fewest runs, each of at least
+// kMinTilesPerSplit tiles, whose waves use the GPU within 85% of the best count up to
+// FFPA_MAX_MERGE_PARTIALS.
+KeySplitPlan planKeySplits(const Policy& policy, const AttentionProblem& problem, const DeviceInfo& device,
+                           const ForwardGrid& grid, bool allowed);
+
+constexpr int kMinTilesPerSplit = 4;
+
+// " key_splits=N" for a plan's config, or "" without a split.
+std::string describeKeySplits(const KeySplitPlan& split);
+
+// Where the partial results of a split live in `workspace`, and the kernels' fields for them.
+struct PartialOutputs {
+  float* o;
+  float* lse;
+  Strides oStrides;    // [B, H, Nq, d_v] of one split, packed
+  Strides lseStrides;  // [B, H, Nq] of one split, packed
+  KeySplit fields;
+};
+PartialOutputs partialOutputs(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace);
+
+// Points a forward kernel's parameters (o, lse, oStrides, lseStrides, split) at the partial
+// results of a split in `workspace`.
+template <class Params>
+void usePartialOutputs(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, Params& p) {
+  const PartialOutputs partials = partialOutputs(split, problem, workspace);
+  p.o = partials.o;
+  p.lse = partials.lse;
+  for (int i = 0; i < 3; ++i) {
+    p.oStrides[i] = partials.oStrides[i];
+    p.lseStrides[i] = partials.lseStrides[i];
+  }
+  p.split = partials.fields;
+}
+
+// Enqueues the merge of the partial results into the call's O (and LSE where it has one);
+// allocates nothing, waits for nothing. Throws ffpa::Error when the launch fails.
+void enqueueKeySplitMerge(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, void* o,
+                          float* lse, ffpaStream_t stream);
+
+}  // namespace ffpa

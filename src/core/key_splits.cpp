@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "core/workspace_layout.h"
-#include "merge/merge_call.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +37,13 @@ KeySplitPlan planKeySplits(const Policy& policy, const AttentionProblem& problem
   KeySplitPlan plan;
   const int64_t asked = policy.value(FFPA_POLICY_KEY_SPLITS);
   if (!allowed || problem.slices != nullptr || asked == 1 || grid.tileKeys <= 0 || problem.seqKv <= 0) return plan;
-  const int64_t keyTiles = ceilDiv(problem.seqKv, grid.tileKeys);
+  // The tiles the last query row sees: a causal mask hides the rest from every row, and runs of
+  // them would be CTAs with nothing to do.
+  const int64_t keys = problem.causal == FFPA_CAUSAL_NONE
+                           ? problem.seqKv
+                           : std::min<int64_t>(problem.seqKv, problem.seqQ + problem.causalOffset());
+  if (keys <= 0) return plan;
+  const int64_t keyTiles = ceilDiv(keys, grid.tileKeys);
   int64_t splits = asked;
   if (asked == 0) {
     const int64_t slots = int64_t{std::max(device.smCount, 1)} * std::max(grid.ctasPerSm, 1);
@@ -77,10 +82,11 @@ PartialOutputs partialOutputs(const KeySplitPlan& split, const AttentionProblem&
   return out;
 }
 
-void enqueueKeySplitMerge(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, void* o,
-                          float* lse, ffpaStream_t stream) {
+KeySplitMerge keySplitMerge(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, void* o,
+                            float* lse) {
   const PartialOutputs partials = partialOutputs(split, problem, workspace);
-  MergeProblem merge;
+  KeySplitMerge call;
+  MergeProblem& merge = call.problem;
   merge.count = split.splits;
   merge.partialType = FFPA_DATA_TYPE_FLOAT32;
   merge.outType = problem.dtype;
@@ -93,14 +99,20 @@ void enqueueKeySplitMerge(const KeySplitPlan& split, const AttentionProblem& pro
   merge.o = problem.o;
   merge.lse = problem.lse;
   merge.hasLse = problem.hasLse && lse != nullptr;
-  MergeTensors tensors;
+  MergeTensors& tensors = call.tensors;
   for (int s = 0; s < split.splits; ++s) {
     tensors.partialO[s] = partials.o + s * partials.fields.partialOStride;
     tensors.partialLse[s] = partials.lse + s * partials.fields.partialLseStride;
   }
   tensors.o = o;
   tensors.lse = merge.hasLse ? lse : nullptr;
-  enqueueMerge(merge, tensors, stream);
+  return call;
+}
+
+void enqueueKeySplitMerge(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, void* o,
+                          float* lse, ffpaStream_t stream) {
+  const KeySplitMerge call = keySplitMerge(split, problem, workspace, o, lse);
+  enqueueMerge(call.problem, call.tensors, stream);
 }
 
 }  // namespace ffpa

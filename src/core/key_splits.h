@@ -8,6 +8,7 @@
 #include "core/plan.h"
 #include "core/policy.h"
 #include "core/problem.h"
+#include "merge/merge_call.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +33,8 @@ struct ForwardGrid {
 };
 
 // The split for `problem` on `device` (FFPA_POLICY_KEY_SPLITS: 0 lets this choose, 1 never
-// splits, N asks for N runs, fewer where the keys have fewer tiles). Without attention slices
+// splits, N asks for N runs, fewer where the keys have fewer tiles: under a causal mask those the
+// last query row sees). Without attention slices
 // only, and where `allowed` (the kernel's grid has z free). The choice (FlashAttention-2's):
 // none where the grid fills 80% of the GPU's CTA slots; else the fewest runs, each of at least
 // kMinTilesPerSplit tiles, whose waves use the GPU within 85% of the best count up to
@@ -69,8 +71,17 @@ void usePartialOutputs(const KeySplitPlan& split, const AttentionProblem& proble
   p.split = partials.fields;
 }
 
-// Enqueues the merge of the partial results into the call's O (and LSE where it has one);
-// allocates nothing, waits for nothing. Throws ffpa::Error when the launch fails.
+// The merge of the partial results in `workspace` into O (and `lse` where the problem has one and
+// it is not null): the problem and pointers enqueueKeySplitMerge hands the merge kernel.
+struct KeySplitMerge {
+  MergeProblem problem;
+  MergeTensors tensors;
+};
+KeySplitMerge keySplitMerge(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, void* o,
+                            float* lse);
+
+// Enqueues that merge; allocates nothing, waits for nothing. Throws ffpa::Error when the launch
+// fails.
 void enqueueKeySplitMerge(const KeySplitPlan& split, const AttentionProblem& problem, void* workspace, void* o,
                           float* lse, ffpaStream_t stream);
 

@@ -291,6 +291,8 @@ class Handles {
  public:
   explicit Handles(bool hopper = false) {
     reference_.set_policy(FFPA_POLICY_REFERENCE_BACKEND, 1);
+    // The reference computes the call's problem as it is, not with its query heads as rows.
+    reference_.set_policy(FFPA_POLICY_QUERY_HEADS_AS_ROWS, 0);
     for (int mode = FFPA_ACCUMULATOR_QK_F16; mode <= FFPA_ACCUMULATOR_F16; ++mode) {
       fast_[mode].set_policy(FFPA_POLICY_ACCUMULATOR, mode);
     }

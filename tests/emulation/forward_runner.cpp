@@ -7,6 +7,7 @@
 #include "core/kernel_registry.h"
 #include "core/query_rows.h"
 #include "core/slice_table.h"
+#include "merge/row_merge.h"
 #include "emulated_kernels.h"
 #include "sm80/forward_resolve.h"
 #include "sm80/forward_variant.h"
@@ -68,44 +69,32 @@ void finishOutcome(const AttentionCase& c, ForwardTensors& t, ForwardOutcome& ou
 
 void mergeKeySplits(const ffpa::KeySplitPlan& split, const ffpa::AttentionProblem& planned, void* workspace,
                     HostTensor& o, HostTensor& lse, bool withLse) {
-  const ffpa::PartialOutputs parts = ffpa::partialOutputs(split, planned, workspace);
-  const ffpa::Strides &os = planned.o, &ls = planned.lse;
-  const auto store = [&](int64_t offset, double value) {
-    uint16_t* raw = static_cast<uint16_t*>(o.data()) + offset;
-    *raw = o.dtype() == DType::bfloat16 ? ffpa_tools::float_to_bfloat16_bits(float(value))
-                                        : ffpa_tools::float_to_half_bits(float(value));
+  // The merge the library enqueues, its rows computed by the kernel's own arithmetic.
+  const ffpa::KeySplitMerge call =
+      ffpa::keySplitMerge(split, planned, workspace, o.data(), withLse ? static_cast<float*>(lse.data()) : nullptr);
+  const ffpa::MergeProblem& m = call.problem;
+  REQUIRE(m.partialType == FFPA_DATA_TYPE_FLOAT32);
+  REQUIRE(m.hasLse == (withLse && planned.hasLse));
+  const auto at = [](const ffpa::Strides& s, int64_t b, int64_t h, int64_t n) {
+    return b * s[0] + h * s[1] + n * s[2];
   };
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  std::vector<double> partialLse(static_cast<size_t>(split.splits));
-  for (int64_t b = 0; b < planned.batch; ++b) {
-    for (int64_t h = 0; h < planned.headsQ; ++h) {
-      for (int64_t n = 0; n < planned.seqQ; ++n) {
-        const int64_t row = b * parts.lseStrides[0] + h * parts.lseStrides[1] + n * parts.lseStrides[2];
-        const int64_t rowO = b * parts.oStrides[0] + h * parts.oStrides[1] + n * parts.oStrides[2];
-        double most = -kInfinity;
-        bool nan = false;
-        for (int s = 0; s < split.splits; ++s) {
-          partialLse[s] = parts.lse[s * parts.fields.partialLseStride + row];
-          nan = nan || std::isnan(partialLse[s]) || partialLse[s] == kInfinity;
-          most = std::max(most, partialLse[s]);
-        }
-        double total = most == -kInfinity ? -kInfinity : 0.0;
-        if (nan) {
-          total = std::numeric_limits<double>::quiet_NaN();
-        } else if (most != -kInfinity) {
-          for (int s = 0; s < split.splits; ++s) total += std::exp(partialLse[s] - most);
-          total = most + std::log(total);
-        }
-        const int64_t out = b * os[0] + h * os[1] + n * os[2];
-        for (int64_t d = 0; d < planned.headDimV; ++d) {
-          double value = nan ? total : 0.0;
-          for (int s = 0; !nan && most != -kInfinity && s < split.splits; ++s) {
-            if (partialLse[s] == -kInfinity) continue;
-            value += std::exp(partialLse[s] - total) * parts.o[s * parts.fields.partialOStride + rowO + d];
+  for (int64_t b = 0; b < m.batch; ++b) {
+    for (int64_t h = 0; h < m.heads; ++h) {
+      for (int64_t n = 0; n < m.seq; ++n) {
+        const auto lseAt = [&](int i) { return call.tensors.partialLse[i][at(m.partialLse, b, h, n)]; };
+        const ffpa::merge::RowTotals totals = ffpa::merge::rowTotals(m.count, lseAt);
+        for (int64_t d = 0; d < m.headDim; ++d) {
+          float value = 0.0f;
+          for (int i = 0; i < m.count; ++i) {
+            const float weight = ffpa::merge::partWeight(lseAt(i), totals);
+            if (weight == 0.0f) continue;  // a part without keys: its O is not read
+            value += weight * static_cast<const float*>(call.tensors.partialO[i])[at(m.partialO, b, h, n) + d];
           }
-          store(out + d, value);
+          uint16_t* out = static_cast<uint16_t*>(call.tensors.o) + at(m.o, b, h, n) + d;
+          *out = m.outType == FFPA_DATA_TYPE_BFLOAT16 ? ffpa_tools::float_to_bfloat16_bits(value)
+                                                      : ffpa_tools::float_to_half_bits(value);
         }
-        if (withLse) static_cast<float*>(lse.data())[b * ls[0] + h * ls[1] + n * ls[2]] = float(total);
+        if (m.hasLse) call.tensors.lse[at(m.lse, b, h, n)] = ffpa::merge::mergedLse(totals);
       }
     }
   }

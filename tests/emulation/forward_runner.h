@@ -54,8 +54,9 @@ void runMergeCase(const MergeCase& m, uint64_t start, bool knobOn,
                   const std::function<ForwardOutcome(const AttentionCase&)>& run);
 
 // Split-KV: the call's O and LSE (`withLse`) from the fp32 partial results a launch of `planned`
-// left in `workspace`, as the library's merge kernel computes them (here in float64), written
-// through `planned`'s strides into `o` and `lse` (the tensors `planned` describes).
+// left in `workspace`: the merge the library enqueues (ffpa::keySplitMerge), each row by the merge
+// kernel's arithmetic (merge/row_merge.h) on the host, through `planned`'s strides into `o` and
+// `lse` (the tensors `planned` describes).
 void mergeKeySplits(const ffpa::KeySplitPlan& split, const ffpa::AttentionProblem& planned, void* workspace,
                     ffpa_tools::HostTensor& o, ffpa_tools::HostTensor& lse, bool withLse);
 

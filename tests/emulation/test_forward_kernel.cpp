@@ -192,7 +192,7 @@ TEST_CASE("split-KV: few row tiles split their keys into runs, merged as ffpaAtt
       {problem(1, 8, 1, 1, 2000, 128, 128, CausalMask::none), {}, LayoutKind::bhnd, true, true},
       {problem(2, 2, 2, 5, 700, 512, 512, CausalMask::bottom_right), {{FFPA_POLICY_KEY_SPLITS, 3}},
        LayoutKind::bnhd, true, true},
-      {problem(1, 3, 1, 40, 650, 64, 64, CausalMask::top_left), {{FFPA_POLICY_KEY_SPLITS, 5}},
+      {problem(1, 3, 1, 300, 650, 64, 64, CausalMask::top_left), {{FFPA_POLICY_KEY_SPLITS, 5}},
        LayoutKind::padded_aligned, false, true},
       {problem(1, 2, 1, 3, 1300, 320, 320, CausalMask::none), {{FFPA_POLICY_KEY_SPLITS, 4}}, LayoutKind::bhnd,
        true, true},

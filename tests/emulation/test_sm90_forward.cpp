@@ -467,7 +467,7 @@ TEST_CASE("sm90 forward: split-KV runs on the row split, one CTA and clusters, m
   const SplitCase cases[] = {
       {problem(1, 16, 1, 1, 1500, 128, 128, CausalMask::none), {}, true, true},
       {problem(1, 2, 2, 70, 600, 512, 512, CausalMask::bottom_right), {{FFPA_POLICY_KEY_SPLITS, 3}}, false, true},
-      {problem(1, 1, 1, 40, 460, 640, 640, CausalMask::top_left), {{FFPA_POLICY_KEY_SPLITS, 2}}, true, true},
+      {problem(1, 1, 1, 200, 460, 640, 640, CausalMask::top_left), {{FFPA_POLICY_KEY_SPLITS, 2}}, true, true},
       {problem(1, 2, 2, 150, 600, 256, 256, CausalMask::none),
        {{FFPA_POLICY_KEY_SPLITS, 3}, {FFPA_POLICY_HOPPER_KV_MULTICAST, 1}}, true, false},
   };

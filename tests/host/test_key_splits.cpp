@@ -4,6 +4,7 @@
 #include "core/key_splits.h"
 #include "core/kernel_registry.h"
 #include "core/planner.h"
+#include "core/query_rows.h"
 
 #include "core_device.h"
 
@@ -56,6 +57,15 @@ TEST_CASE("split-KV: none where the grid fills 80% of the CTA slots, else the fe
   CHECK(planKeySplits(policy, p, device, {64, 2, 64}, true).splits == 4);
   // Too few tiles for two runs of 4: none.
   CHECK(planKeySplits(policy, forward(1, 1, 64, 7 * 64), device, {2, 1, 64}, true).splits == 1);
+  // A causal mask: only the tiles the last row sees are cut (top-left, 64 rows: the first tile;
+  // bottom-right: every tile).
+  AttentionProblem causal = p;
+  causal.causal = FFPA_CAUSAL_TOP_LEFT;
+  CHECK(planKeySplits(policy, causal, device, {2, 1, 64}, true).splits == 1);
+  causal.seqQ = 64 * 20;  // 20 tiles seen: five runs of 4
+  CHECK(planKeySplits(policy, causal, device, {2, 1, 64}, true).splits == 5);
+  causal.causal = FFPA_CAUSAL_BOTTOM_RIGHT;
+  CHECK(planKeySplits(policy, causal, device, {2, 1, 64}, true).splits == many.splits);
 }
 
 TEST_CASE("split-KV: the knob asks for runs or forbids them; slices and other grids never split") {
@@ -121,13 +131,20 @@ TEST_CASE("split-KV: decode with the built-in kernels, on an H100 and with the m
   p.q = p.o = {32 * 128, 128, 0, 1};
   p.k = p.v = {8192 * 128, 0, 128, 1};
   p.lse = {32, 1, 0, 0};
+  // The merged problem is one CTA: of the row split (128 rows, KV tiles of 128 keys, one CTA per
+  // SM) on the Hopper kernels, of the mma.sync kernel's 128 rows (64-key tiles, two CTAs per SM)
+  // otherwise; the planner's count is planKeySplits' for that grid.
+  const AttentionProblem merged = queryHeadsAsRows(p)->problem;
   for (const bool hopperKernels : {true, false}) {
     policy.setValue(FFPA_POLICY_HOPPER_KERNELS, hopperKernels ? 1 : 0);
     const Plan plan = planner.plan({p, policy, hopper(), nullptr});
     INFO(plan.kernel << " " << plan.config);
     CHECK(plan.config.find("query_heads_as_rows=32") != std::string::npos);
-    CHECK(plan.config.find("key_splits=") != std::string::npos);
-    CHECK(plan.kernelWorkspaceBytes > 0);
+    const ForwardGrid grid = hopperKernels ? ForwardGrid{1, 1, 128} : ForwardGrid{1, 2, 64};
+    const KeySplitPlan expected = planKeySplits(policy, merged, hopper(), grid, true);
+    REQUIRE(expected.splits > 1);
+    CHECK(plan.config.find(describeKeySplits(expected)) != std::string::npos);
+    CHECK(plan.kernelWorkspaceBytes == expected.bytes);
   }
   // A full prefill grid: no split, no workspace.
   const Plan prefill = planner.plan({forward(4, 32, 4096, 4096), policy, hopper(), nullptr});

@@ -24,7 +24,7 @@ void checkPolicyFitsProblem(const PlanRequest& request) {
 }  // namespace
 
 Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request, const AttentionProblem& caller,
-                       const std::string& note, std::string skipped, bool mayTune) const {
+                       std::string skipped, bool mayTune) const {
   // A variant with nothing to tune for this problem (no candidates) plans it untuned.
   std::vector<tuning::LaunchConfig> candidates;
   if (request.policy.flag(FFPA_POLICY_AUTOTUNE) && !variant.isReference && variant.candidates) {
@@ -56,7 +56,6 @@ Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request,
       plan.config += " autotune(pending)";
     }
   }
-  plan.config += note;
   if (plan.kernel.empty()) plan.kernel = variant.name;  // variants may name the exact instance
   plan.skipped = std::move(skipped);
   plan.workspaceBytes = plan.kernelWorkspaceBytes;
@@ -64,31 +63,32 @@ Plan Planner::planWith(const KernelVariant& variant, const PlanRequest& request,
     plan.sanityScratchOffset = alignUp(plan.kernelWorkspaceBytes);
     plan.workspaceBytes = plan.sanityScratchOffset + kSanityScratchBytes;
   }
-  logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_INFO,
-             cat("plan: ", describe(caller), " -> ", plan.kernel, " [", plan.config,
-                 "], workspace ", plan.workspaceBytes, " bytes"));
   return plan;
 }
 
 Plan Planner::plan(const PlanRequest& request, bool mayTune) const {
   // Few query rows per head of a group: the group's heads become rows of one problem per KV head.
-  if (request.policy.flag(FFPA_POLICY_QUERY_HEADS_AS_ROWS)) {
-    if (const std::optional<QueryHeadsAsRows> rows = queryHeadsAsRows(request.problem)) {
-      logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_DEBUG,
-                 cat("planner: ", describe(request.problem), " runs as ", describe(rows->problem),
-                     " (FFPA_POLICY_QUERY_HEADS_AS_ROWS)"));
-      const std::string note = cat(" query_heads_as_rows=", rows->group);
-      Plan plan = planProblem({rows->problem, request.policy, request.device, request.runtime, request.launchConfig},
-                              request.problem, note, mayTune);
-      if (plan.payload) plan.payload = launchingMergedRows(std::move(plan.payload));
-      return plan;
-    }
+  std::optional<QueryHeadsAsRows> rows;
+  if (request.policy.flag(FFPA_POLICY_QUERY_HEADS_AS_ROWS)) rows = queryHeadsAsRows(request.problem);
+  Plan plan;
+  if (rows) {
+    logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_DEBUG,
+               cat("planner: ", describe(request.problem), " runs as ", describe(rows->problem),
+                   " (FFPA_POLICY_QUERY_HEADS_AS_ROWS)"));
+    plan = planProblem({rows->problem, request.policy, request.device, request.runtime, request.launchConfig},
+                       request.problem, mayTune);
+    plan.config += cat(" query_heads_as_rows=", rows->group);
+    if (plan.payload) plan.payload = launchingMergedRows(std::move(plan.payload));
+  } else {
+    plan = planProblem(request, request.problem, mayTune);
   }
-  return planProblem(request, request.problem, "", mayTune);
+  logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_INFO,
+             cat("plan: ", describe(request.problem), " -> ", plan.kernel, " [", plan.config,
+                 "], workspace ", plan.workspaceBytes, " bytes"));
+  return plan;
 }
 
-Plan Planner::planProblem(const PlanRequest& request, const AttentionProblem& caller, const std::string& note,
-                          bool mayTune) const {
+Plan Planner::planProblem(const PlanRequest& request, const AttentionProblem& caller, bool mayTune) const {
   checkPolicyFitsProblem(request);
   const ffpaLogLevel_t level = request.policy.logLevel();
   const bool referenceOnly = request.policy.flag(FFPA_POLICY_REFERENCE_BACKEND);
@@ -108,7 +108,7 @@ Plan Planner::planProblem(const PlanRequest& request, const AttentionProblem& ca
       const Support support = variant.supports(request);
       if (support.verdict == Support::Verdict::Applies) {
         logMessage(level, FFPA_LOG_LEVEL_DEBUG, cat("planner: ", variant.name, " serves ", problem));
-        return planWith(variant, request, caller, note, std::move(skipped), mayTune);
+        return planWith(variant, request, caller, std::move(skipped), mayTune);
       }
       logMessage(level, FFPA_LOG_LEVEL_DEBUG,
                  cat("planner: ", variant.name, " does not serve ", problem, ": ", support.reason));

@@ -23,11 +23,10 @@ class Planner {
 
  private:
   // Plans request.problem, described in logs and errors as `caller` (the call's problem, which
-  // the request's may merge), with `note` appended to the plan's config.
-  Plan planProblem(const PlanRequest& request, const AttentionProblem& caller, const std::string& note,
-                   bool mayTune) const;
+  // the request's may merge).
+  Plan planProblem(const PlanRequest& request, const AttentionProblem& caller, bool mayTune) const;
   Plan planWith(const KernelVariant& variant, const PlanRequest& request, const AttentionProblem& caller,
-                const std::string& note, std::string skipped, bool mayTune) const;
+                std::string skipped, bool mayTune) const;
 
   const KernelRegistry& registry_;
   TimerFactory timers_;

@@ -32,8 +32,11 @@ class MergedRowsPayload final : public PlanPayload {
 
   void launch(const LaunchArgs& args) const override {
     const std::optional<QueryHeadsAsRows> rows = queryHeadsAsRows(args.problem);
-    require(rows.has_value(), FFPA_STATUS_INTERNAL_ERROR, "a plan for query heads as rows launched for ",
-            describe(args.problem), ", whose query heads do not merge");
+    // (The message is built only on failure: this runs on every execute call.)
+    if (!rows) {
+      fail(FFPA_STATUS_INTERNAL_ERROR, cat("a plan for query heads as rows launched for ", describe(args.problem),
+                                           ", whose query heads do not merge"));
+    }
     inner_->launch({rows->problem, args.tensors, args.workspace, args.workspaceBytes, args.stream, args.runtime});
   }
 

@@ -45,6 +45,12 @@ int compiledHeadDimV(int64_t headDimV, ffpaDataType_t dtype, ffpaAccumulator_t a
   return best;
 }
 
+// CTAs of `sharedBytes` bytes of shared memory each that an SM of `device` holds at once.
+int64_t sharedMemoryCtasPerSm(const DeviceInfo& device, int64_t sharedBytes) {
+  constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
+  return device.sharedMemPerSm / (sharedBytes + kReservedPerBlock);
+}
+
 // Whether the 64-key tiles are the default for a problem of these head dims on the two-row-tile
 // instance of `instanceHeadDimV` (d_v <= 128): wherever an SM holds as many CTAs of their layout
 // (`choice`) as of the 32-key tiles' (at most two: the registers of 128 threads). An H100 holds
@@ -59,9 +65,8 @@ bool wideKeysByDefault(const DeviceInfo& device, const PipelineChoice& choice, i
     scratch.headDimQk = static_cast<int32_t>(headDimQk);
     scratch.headDimV = static_cast<int32_t>(headDimV);
     const int64_t bytes = forwardLayout(forwardShape(instanceHeadDimV, false, wideKeys), choice, scratch);
-    constexpr int64_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps per block
     if (bytes > device.sharedMemPerBlockOptin) return 0;
-    return std::min<int64_t>(2, device.sharedMemPerSm / (bytes + kReservedPerBlock));
+    return std::min<int64_t>(2, sharedMemoryCtasPerSm(device, bytes));
   };
   return ctasPerSm(true) >= ctasPerSm(false);
 }
@@ -214,9 +219,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   // Split-KV where the grid leaves the GPU idle (grid z is the split; the (N/Br, H, B) grid's z is
   // B). CTAs per SM: two of 128 threads (their launch bounds), one of 256; fewer where shared
   // memory holds fewer.
-  constexpr int64_t kReservedPerBlock = 1024;
-  const int64_t sharedCtas =
-      std::max<int64_t>(1, r.device.sharedMemPerSm / (int64_t{p.sharedBytes} + kReservedPerBlock));
+  const int64_t sharedCtas = std::max<int64_t>(1, sharedMemoryCtasPerSm(r.device, p.sharedBytes));
   const int ctasPerSm = static_cast<int>(std::min<int64_t>(d.shape.threads() <= 128 ? 2 : 1, sharedCtas));
   const int64_t ctas = int64_t{d.grid[0]} * d.grid[1] * d.grid[2];
   d.split = planKeySplits(policy, problem, r.device, {ctas, ctasPerSm, d.shape.keys()}, !d.gridDnhb);

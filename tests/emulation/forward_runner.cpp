@@ -173,10 +173,14 @@ void runMergeCase(const MergeCase& m, uint64_t start, bool knobOn,
   c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
   c.start = start;
   if (!knobOn) c.knobs = {{FFPA_POLICY_QUERY_HEADS_AS_ROWS, 0}};
+  runNaming(c, "query_heads_as_rows", knobOn && m.merges, run);
+}
+
+void runNaming(const AttentionCase& c, const std::string& part, bool named,
+               const std::function<ForwardOutcome(const AttentionCase&)>& run) {
   try {
     const ForwardOutcome outcome = run(c);
-    const bool merged = outcome.config.find("query_heads_as_rows") != std::string::npos;
-    CHECK_MESSAGE(merged == (knobOn && m.merges), c.toString() << "\n  " << outcome.config);
+    CHECK_MESSAGE((outcome.config.find(part) != std::string::npos) == named, c.toString() << "\n  " << outcome.config);
     checkForward(c, outcome);
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));

@@ -47,6 +47,11 @@ struct MergeCase {
   bool merges;
 };
 
+// Runs `c` with `run` and CHECKs its result, and that its outcome's config names `part` exactly
+// when `named` (a failure to run is a failed CHECK).
+void runNaming(const AttentionCase& c, const std::string& part, bool named,
+               const std::function<ForwardOutcome(const AttentionCase&)>& run);
+
 // Runs the case of `m` with `run` (inputs from `start`, dtypes alternating with it), with
 // FFPA_POLICY_QUERY_HEADS_AS_ROWS on or off, and CHECKs its result and that it merged exactly
 // where it should (`m.merges` with the knob on).

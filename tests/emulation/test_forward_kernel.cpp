@@ -212,14 +212,7 @@ TEST_CASE("split-KV: few row tiles split their keys into runs, merged as ffpaAtt
     c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
     c.start = start++;
     if (std::max(s.shape.dim_qk, s.shape.dim_v) > largest) continue;
-    try {
-      const ForwardOutcome outcome = runForward(c);
-      const bool split = outcome.config.find("key_splits=") != std::string::npos;
-      CHECK_MESSAGE(split == s.splits, c.toString() << "\n  " << outcome.config);
-      checkForward(c, outcome);
-    } catch (const std::exception& e) {
-      FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
-    }
+    runNaming(c, "key_splits=", s.splits, [](const AttentionCase& one) { return runForward(one); });
   }
   // A NaN in one query row reaches that row's O and LSE through every run, and no other row.
   AttentionCase nan;

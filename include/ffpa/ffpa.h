@@ -563,8 +563,10 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  fp32 to the workspace, and a merge (ffpaAttentionMerge()'s arithmetic) writes O and LSE. 0
    *  lets the planner choose: no split where the grid fills 80% of the GPU's CTA slots, else the
    *  fewest runs (of at least 4 KV tiles each) whose waves of CTAs use the GPU within 85% of the
-   *  best count (FlashAttention-2's choice); 1 never splits; N asks for N runs (fewer where the
-   *  keys have fewer tiles). Not with attention slices or the (N/Br, H, B) grid. The plan's
+   *  best count (FlashAttention-2's choice), where a tuned config or runtime autotune may turn
+   *  the split off or ask for longer runs (`split_kv`, `split_min_tiles`); 1 never splits; N asks
+   *  for N runs (fewer where the keys have fewer tiles). Not with attention slices or the
+   *  (N/Br, H, B) grid. The plan's
    *  config then says `key_splits=N split_tiles=T` and the forward's workspace holds the partial
    *  results (ffpaGetAttentionForwardWorkspaceSize()). The backward ignores it. Environment:
    *  `FFPA_KEY_SPLITS`. */

@@ -21,7 +21,7 @@ std::string withoutCandidateNote(std::string config) {
 
 tuning::TunedEntry entryFor(const KernelVariant& variant, const PlanRequest& r, const tuning::LaunchConfig& config,
                             double bestMs, double defaultMs) {
-  const AttentionProblem& p = r.problem;
+  const AttentionProblem& p = callerProblem(r);
   tuning::TunedEntry e;
   e.direction = p.direction == Direction::Forward ? "forward" : "backward";
   e.kernel = variant.name;
@@ -62,7 +62,7 @@ Plan autotune(const KernelVariant& variant, const PlanRequest& request, std::vec
       const double ms = timer.milliseconds(plan);
       ++timed;
       logMessage(level, FFPA_LOG_LEVEL_DEBUG,
-                 cat("autotune: ", describe(request.problem), " [", plan.config, "]: ", ms, " ms"));
+                 cat("autotune: ", describe(callerProblem(request)), " [", plan.config, "]: ", ms, " ms"));
       if (i == 0) defaultMs = ms;
       if (ms < bestMs) {
         bestMs = ms;
@@ -76,7 +76,7 @@ Plan autotune(const KernelVariant& variant, const PlanRequest& request, std::vec
   if (!best) {
     // Nothing could be timed: the built-in defaults, untuned.
     logMessage(level, FFPA_LOG_LEVEL_WARNING,
-               cat("autotune: no candidate of ", variant.name, " could be timed for ", describe(request.problem),
+               cat("autotune: no candidate of ", variant.name, " could be timed for ", describe(callerProblem(request)),
                    "; using the built-in defaults"));
     Plan plan = variant.plan(request);
     plan.config += " autotune(failed)";

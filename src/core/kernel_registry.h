@@ -25,7 +25,14 @@ struct PlanRequest {
   const DeviceRuntime* runtime;  // null for a described device: plan, but prepare nothing on it
   // An autotune candidate to plan with instead of the persisted tuned config (null: none).
   const tuning::LaunchConfig* launchConfig = nullptr;
+  // The problem as the caller described it, where the planner plans another one for it (query
+  // heads as rows); null where `problem` is the caller's. Tuned configs are looked up and recorded
+  // by the caller's shape (a decode call is a decode entry), whatever the kernel runs.
+  const AttentionProblem* caller = nullptr;
 };
+
+// The caller's problem of a request (PlanRequest::caller, else its problem).
+inline const AttentionProblem& callerProblem(const PlanRequest& r) { return r.caller ? *r.caller : r.problem; }
 
 struct Support {
   enum class Verdict { Applies, NotApplicable, Rejected };

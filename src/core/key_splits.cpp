@@ -33,7 +33,7 @@ int chooseSplits(int64_t ctas, int64_t slots, int64_t keyTiles, int64_t most) {
 }  // namespace
 
 KeySplitPlan planKeySplits(const Policy& policy, const AttentionProblem& problem, const DeviceInfo& device,
-                           const ForwardGrid& grid, bool allowed) {
+                           const ForwardGrid& grid, bool allowed, const KeySplitTuning& tuning) {
   KeySplitPlan plan;
   const int64_t asked = policy.value(FFPA_POLICY_KEY_SPLITS);
   if (!allowed || problem.slices != nullptr || asked == 1 || grid.tileKeys <= 0 || problem.seqKv <= 0) return plan;
@@ -48,8 +48,9 @@ KeySplitPlan planKeySplits(const Policy& policy, const AttentionProblem& problem
   if (asked == 0) {
     const int64_t slots = int64_t{std::max(device.smCount, 1)} * std::max(grid.ctasPerSm, 1);
     if (grid.ctas * 5 >= slots * 4) return plan;  // the grid fills 80% of the slots already
-    const int64_t most = std::min<int64_t>(FFPA_MAX_MERGE_PARTIALS, keyTiles / kMinTilesPerSplit);
-    if (most < 2) return plan;
+    plan.tunable = keyTiles >= 2;
+    const int64_t most = std::min<int64_t>(FFPA_MAX_MERGE_PARTIALS, keyTiles / std::max(tuning.minTiles, 1));
+    if (!tuning.split || most < 2) return plan;
     splits = chooseSplits(grid.ctas, slots, keyTiles, most);
   }
   splits = std::min(splits, keyTiles);
@@ -57,11 +58,16 @@ KeySplitPlan planKeySplits(const Policy& policy, const AttentionProblem& problem
   // Runs of equal length but the last, none of them empty.
   plan.tilesPerSplit = static_cast<int>(ceilDiv(keyTiles, splits));
   plan.splits = static_cast<int>(ceilDiv(keyTiles, plan.tilesPerSplit));
-  if (plan.splits <= 1) return KeySplitPlan{};
+  if (plan.splits <= 1) return KeySplitPlan{1, 0, 0, 0, plan.tunable};
   const size_t rows = size_t(problem.batch) * size_t(problem.headsQ) * size_t(problem.seqQ);
   plan.partialOBytes = alignUp(size_t(plan.splits) * rows * size_t(problem.headDimV) * sizeof(float));
   plan.bytes = alignUp(plan.partialOBytes + size_t(plan.splits) * rows * sizeof(float));
   return plan;
+}
+
+std::vector<tuning::LaunchConfig> keySplitCandidates() {
+  return {{{"split_kv", 0}}, {{"split_min_tiles", 1}}, {{"split_min_tiles", 2}}, {{"split_min_tiles", 8}},
+          {{"split_min_tiles", 16}}};
 }
 
 std::string describeKeySplits(const KeySplitPlan& split) {

@@ -9,9 +9,11 @@
 #include "core/policy.h"
 #include "core/problem.h"
 #include "merge/merge_call.h"
+#include "tuning/tuned_config.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace ffpa {
 
@@ -22,6 +24,9 @@ struct KeySplitPlan {
   int tilesPerSplit = 0;
   size_t partialOBytes = 0;  // where the log-sum-exps start
   size_t bytes = 0;          // 0 without a split
+  // Whether the planner's choice was the problem's to make and a launch config could change it
+  // (KeySplitTuning): FFPA_POLICY_KEY_SPLITS at 0, a grid that leaves slots idle, 2 tiles or more.
+  bool tunable = false;
 };
 
 // How a kernel's grid fills the GPU without a split: its CTAs, how many an SM runs at once, and
@@ -32,17 +37,30 @@ struct ForwardGrid {
   int tileKeys;
 };
 
+constexpr int kMinTilesPerSplit = 4;
+
+// What a launch config (a tuned config, an autotune candidate) may change of the planner's own
+// choice: whether it splits at all ("split_kv" 0 or 1) and the fewest KV tiles a run holds
+// ("split_min_tiles"). Neither names a count of runs, which would suit one batch and head count
+// only: the count still follows the grid, so that a config tuned at batch 1 serves batch 64 too.
+struct KeySplitTuning {
+  bool split = true;
+  int minTiles = kMinTilesPerSplit;
+};
+
 // The split for `problem` on `device` (FFPA_POLICY_KEY_SPLITS: 0 lets this choose, 1 never
 // splits, N asks for N runs, fewer where the keys have fewer tiles: under a causal mask those the
 // last query row sees). Without attention slices
 // only, and where `allowed` (the kernel's grid has z free). The choice (FlashAttention-2's):
 // none where the grid fills 80% of the GPU's CTA slots; else the fewest runs, each of at least
-// kMinTilesPerSplit tiles, whose waves use the GPU within 85% of the best count up to
-// FFPA_MAX_MERGE_PARTIALS.
+// `tuning.minTiles` tiles, whose waves use the GPU within 85% of the best count up to
+// FFPA_MAX_MERGE_PARTIALS; none where `tuning.split` is false.
 KeySplitPlan planKeySplits(const Policy& policy, const AttentionProblem& problem, const DeviceInfo& device,
-                           const ForwardGrid& grid, bool allowed);
+                           const ForwardGrid& grid, bool allowed, const KeySplitTuning& tuning = {});
 
-constexpr int kMinTilesPerSplit = 4;
+// The launch configs runtime autotune times besides the planner's choice where a split is
+// tunable: never splitting, and runs of at least 1, 2, 8 and 16 tiles.
+std::vector<tuning::LaunchConfig> keySplitCandidates();
 
 // " key_splits=N" for a plan's config, or "" without a split.
 std::string describeKeySplits(const KeySplitPlan& split);

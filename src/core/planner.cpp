@@ -75,7 +75,8 @@ Plan Planner::plan(const PlanRequest& request, bool mayTune) const {
     logMessage(request.policy.logLevel(), FFPA_LOG_LEVEL_DEBUG,
                cat("planner: ", describe(request.problem), " runs as ", describe(rows->problem),
                    " (FFPA_POLICY_QUERY_HEADS_AS_ROWS)"));
-    plan = planProblem({rows->problem, request.policy, request.device, request.runtime, request.launchConfig},
+    plan = planProblem({rows->problem, request.policy, request.device, request.runtime, request.launchConfig,
+                        &request.problem},
                        request.problem, mayTune);
     plan.config += cat(" query_heads_as_rows=", rows->group);
     if (plan.payload) plan.payload = launchingMergedRows(std::move(plan.payload));

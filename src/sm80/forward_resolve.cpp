@@ -161,8 +161,11 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   const ForwardInstance* wide =
       findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true);
   d.tileKeysChoice = wide != nullptr;
-  applyTunedConfig(r, kForwardVariantName,
-                   forwardLaunchParameters(c, problem, d.shape, qInRegisters, d.tileKeysChoice), d.notes);
+  std::vector<LaunchParameter> parameters =
+      forwardLaunchParameters(c, problem, d.shape, qInRegisters, d.tileKeysChoice);
+  KeySplitTuning splitTuning;
+  addKeySplitParameters(parameters, splitTuning);
+  applyTunedConfig(r, kForwardVariantName, parameters, d.notes);
   // 64-key tiles where the config asks for them, else where they are the device's default.
   if (wide != nullptr && (c.tileKeys == 0 ? wideKeysByDefault(r.device, c, problem.headDimQk, problem.headDimV, headDimV)
                                           : c.tileKeys == 64)) {
@@ -222,7 +225,7 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   const int64_t sharedCtas = std::max<int64_t>(1, sharedMemoryCtasPerSm(r.device, p.sharedBytes));
   const int ctasPerSm = static_cast<int>(std::min<int64_t>(d.shape.threads() <= 128 ? 2 : 1, sharedCtas));
   const int64_t ctas = int64_t{d.grid[0]} * d.grid[1] * d.grid[2];
-  d.split = planKeySplits(policy, problem, r.device, {ctas, ctasPerSm, d.shape.keys()}, !d.gridDnhb);
+  d.split = planKeySplits(policy, problem, r.device, {ctas, ctasPerSm, d.shape.keys()}, !d.gridDnhb, splitTuning);
   if (d.split.splits > 1) d.grid[2] = static_cast<uint32_t>(d.split.splits);
   return {std::move(d), Support::applies()};
 }

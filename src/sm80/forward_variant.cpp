@@ -61,7 +61,8 @@ Plan plan(const PlanRequest& r) {
 // Runtime autotune's search space around the built-in defaults: fast varies the stage count and
 // the step widths a little (not at all with whole K and V tiles per step, where they change
 // nothing); max tries every compiled stage count and step width, with prefetch and the
-// persistence choices; both try 32- and 64-key tiles where the instance comes with both.
+// persistence choices; both try 32- and 64-key tiles where the instance comes with both, and
+// where the grid leaves the GPU idle, split-KV's choices (keySplitCandidates).
 std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
   const tuning::LaunchConfig none;
   PlanRequest defaults = r;
@@ -114,6 +115,10 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
                 if (keys >= 0) c["tile_keys"] = keys;
                 configs.push_back(std::move(c));
               }
+  }
+  // Split-KV, where the grid leaves the GPU idle: the planner's choice against the others.
+  if (d.split.tunable) {
+    for (tuning::LaunchConfig& c : keySplitCandidates()) configs.push_back(std::move(c));
   }
   return configs;
 }

@@ -79,7 +79,7 @@ std::optional<tuning::LaunchConfig> launchConfigFor(const PlanRequest& r, const 
     notes += " (autotune candidate)";
     return *r.launchConfig;
   }
-  const AttentionProblem& p = r.problem;
+  const AttentionProblem& p = callerProblem(r);
   tuning::TunedQuery query;
   query.direction = p.direction == Direction::Forward ? "forward" : "backward";
   query.kernel = kernel;
@@ -95,6 +95,12 @@ std::optional<tuning::LaunchConfig> launchConfigFor(const PlanRequest& r, const 
   if (!tuned) return std::nullopt;
   notes += cat(" tuned(", tuned->source, ")");
   return std::move(tuned->config);
+}
+
+void addKeySplitParameters(std::vector<LaunchParameter>& parameters, KeySplitTuning& tuning) {
+  parameters.push_back({"split_kv", 0, 1, 1, FFPA_POLICY_KEY_SPLITS, [&tuning](int64_t v) { tuning.split = v != 0; }});
+  parameters.push_back({"split_min_tiles", 1, 1024, 1, FFPA_POLICY_KEY_SPLITS,
+                        [&tuning](int64_t v) { tuning.minTiles = int(v); }});
 }
 
 std::string applyLaunchConfig(const tuning::LaunchConfig& config, const Policy& policy,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/kernel_registry.h"
+#include "core/key_splits.h"
 #include "core/launch_grid.h"
 #include "core/policy.h"
 #include "core/problem.h"
@@ -58,6 +59,10 @@ struct LaunchParameter {
   std::optional<ffpaPolicyKnob_t> knob;
   std::function<void(int64_t)> set;
 };
+
+// Split-KV's launch parameters ("split_kv" 0 or 1, "split_min_tiles" 1 to 1024), writing into
+// `tuning`, appended to `parameters`; FFPA_POLICY_KEY_SPLITS overrides both.
+void addKeySplitParameters(std::vector<LaunchParameter>& parameters, KeySplitTuning& tuning);
 
 // Applies the config's values to the parameters whose knobs are at their defaults. Names the
 // variant does not know and values outside their range are ignored; the result lists them

@@ -98,6 +98,7 @@ struct LaunchChoice {
   bool rowSplit;
   int pingpong;  // ForwardArguments::pingpong, the row split's
   int tileKeys;  // keys per KV tile: the row split's choice, else kKeys
+  KeySplitTuning keySplits;  // split-KV's "split_kv" and "split_min_tiles"
 };
 
 // Where the problem has both arrangements (d_v 65..256 without slices), the row split is the
@@ -123,24 +124,25 @@ LaunchChoice launchChoiceOf(const PlanRequest& r, std::string& notes) {
   // Every problem has a choice (the overlap, at least), so a launch config always applies; what
   // is no choice for the problem is reset below.
   const bool sharable = kvSharingFor(problem, true) > 1;
-  sm80::applyTunedConfig(
-      r, kForwardVariantName,
-      {{"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
-       {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
-       {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }},
-       {"row_split", 0, 1, 1, std::nullopt, [&](int64_t value) { rowSplit = int(value); }},
-       {"pingpong", 0, 1, 1, std::nullopt, [&](int64_t value) { pingpong = int(value); }},
-       {"tile_keys", kKeys, wideKeys, kKeys, std::nullopt, [&](int64_t value) { tileKeys = int(value); }}},
-      notes);
+  KeySplitTuning keySplits;
+  std::vector<sm80::LaunchParameter> parameters{
+      {"kv_multicast", 0, 1, 1, FFPA_POLICY_HOPPER_KV_MULTICAST, [&](int64_t value) { multicast = value != 0; }},
+      {"split", kEvenSplit, kSkewedSplit, 1, std::nullopt, [&](int64_t value) { split = int(value); }},
+      {"overlap", 0, 1, 1, std::nullopt, [&](int64_t value) { overlap = int(value); }},
+      {"row_split", 0, 1, 1, std::nullopt, [&](int64_t value) { rowSplit = int(value); }},
+      {"pingpong", 0, 1, 1, std::nullopt, [&](int64_t value) { pingpong = int(value); }},
+      {"tile_keys", kKeys, wideKeys, kKeys, std::nullopt, [&](int64_t value) { tileKeys = int(value); }}};
+  sm80::addKeySplitParameters(parameters, keySplits);
+  sm80::applyTunedConfig(r, kForwardVariantName, parameters, notes);
   // K and V sharing, where asked for (the knob or a tuned config), is the split of the columns'.
   const bool sharing = sharable && multicast && columnsServe;
   if (rowSplitServes && (rowSplit != 0 || !columnsServe) && !sharing) {
-    return {1, kEvenSplit, 0, true, pingpong, tileKeys};
+    return {1, kEvenSplit, 0, true, pingpong, tileKeys, keySplits};
   }
   const int kvSharing = kvSharingFor(problem, sharable && multicast);
   if (!splitTunable(problem, kvSharing)) split = defaultSplit;  // K and V sharing: one CTA, even
   if (!overlapApplies(problem, kvSharing)) overlap = 0;
-  return {kvSharing, split, overlap, false, 0, kKeys};
+  return {kvSharing, split, overlap, false, 0, kKeys, keySplits};
 }
 
 // What the planner decided, or why not.
@@ -195,7 +197,7 @@ Resolution resolve(const PlanRequest& r) {
   // memory); not for CTAs that share K and V (a pair walks the same tiles) or the (N/Br, H, B) grid.
   const int64_t ctas = int64_t{grid[0]} * grid[1] * grid[2];
   d.split = planKeySplits(r.policy, problem, r.device, {ctas, 1, d.instance->tileKeys},
-                          !d.gridDnhb && d.instance->kvSharing == 1);
+                          !d.gridDnhb && d.instance->kvSharing == 1, choice.keySplits);
   return d;
 }
 
@@ -207,7 +209,7 @@ Support supports(const PlanRequest& r) { return resolve(r).support; }
 // where the row split serves too, it besides them, with and without its consumers' turns, each
 // with KV tiles of 64 keys and, where they serve, 128 (where it alone serves, d_v up to 64, only
 // those).
-std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+std::vector<tuning::LaunchConfig> arrangementCandidates(const PlanRequest& r) {
   const bool rowSplit = rowSplitRefusal(r.problem).empty();
   std::vector<tuning::LaunchConfig> all;
   if (rowSplit) {
@@ -239,6 +241,20 @@ std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
     }
   }
   if (sharing) all.push_back({{"kv_multicast", 1}});
+  return all;
+}
+
+// Those of the arrangements and, where the default plan's grid leaves the GPU idle, split-KV's
+// choices (keySplitCandidates).
+std::vector<tuning::LaunchConfig> candidates(const PlanRequest& r) {
+  std::vector<tuning::LaunchConfig> all = arrangementCandidates(r);
+  const tuning::LaunchConfig none;
+  PlanRequest defaults = r;
+  defaults.launchConfig = &none;
+  const Resolution d = resolve(defaults);
+  if (d.support.verdict == Support::Verdict::Applies && d.split.tunable) {
+    for (tuning::LaunchConfig& c : keySplitCandidates()) all.push_back(std::move(c));
+  }
   return all;
 }
 

@@ -1094,3 +1094,56 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("split-KV's launch parameters from decode entries: no split, and runs of at least 16 KV tiles") {
+  Workspace workspace;
+  // Decode whose grid leaves SMs idle: MLA of one sequence (576/512, its 128 query heads as rows)
+  // and GQA at d 128; their decode entries (seqlen_q 1) are found by the call's one query row.
+  const TestCase tests[] = {
+      {make_config(attention_shape(1, 128, 1, 1, 8192, 576, 512, CausalMask::none), DType::bfloat16,
+                   LayoutKind::bhnd, 0.0),
+       true, 47100},
+      {make_config(attention_shape(1, 16, 2, 1, 6000, 128, 128, CausalMask::none), DType::float16,
+                   LayoutKind::bnhd, 0.0),
+       true, 47101},
+  };
+  for (const bool hopper : {false, true}) {
+    if (hopper && !hopper_runs_here()) continue;
+    for (const bool off : {true, false}) {
+      const std::string config = off ? R"({"split_kv": 0})" : R"({"split_min_tiles": 16})";
+      std::string entries;
+      for (const char* kernel : {"sm80.forward", "sm90.forward"}) {
+        for (const char* dtype : {"bf16", "fp16"}) {
+          for (const int dim : {128, 512}) {
+            entries += std::string(entries.empty() ? "" : ",") + R"({"direction": "forward", "kernel": ")" +
+                       kernel + R"(", "dtype": ")" + dtype + R"(", "head_dim": )" + std::to_string(dim) +
+                       R"(, "seqlen_q": 1, "seqlen_kv": 8192, "config": )" + config + "}";
+          }
+        }
+      }
+      const TunedConfigDirectory dir(off ? "decode-unsplit" : "decode-long-runs", entries);
+      Handle tuned, plain;
+      for (Handle* h : {&tuned, &plain}) h->set_policy(FFPA_POLICY_HOPPER_KERNELS, hopper ? 1 : 0);
+      plain.set_policy(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1);
+      dir.use(tuned);
+      for (const TestCase& test : tests) {
+        if (!runs_on_this_build(test.to_string(), test.config.problem.dim_v)) continue;
+        const DeviceProblem problem(test.config);
+        const ForwardDescriptors descriptors = descriptors_of(problem, test.with_lse);
+        const std::string untuned = planned_config(plain, descriptors);
+        CHECK_MESSAGE(untuned.find("key_splits=") != std::string::npos, test.to_string() << ": " << untuned);
+        // The kernel the defaults plan, with the entry's split.
+        check_planned_forward(tuned, workspace, test, planned_kernel(plain, descriptors),
+                              off ? "query_heads_as_rows=" : "key_splits=");
+        const std::string chosen = planned_config(tuned, descriptors);
+        if (off) {
+          CHECK_MESSAGE(chosen.find("key_splits=") == std::string::npos, test.to_string() << ": " << chosen);
+        } else {
+          const size_t at = chosen.find("split_tiles=");
+          CHECK_MESSAGE((at != std::string::npos && std::stoi(chosen.substr(at + 12)) >= 16),
+                        test.to_string() << ": " << chosen);
+        }
+      }
+    }
+  }
+}

@@ -1,6 +1,8 @@
 // Split-KV (core/key_splits.h): how many runs of KV tiles the planner cuts a forward's row tiles
 // into, and when none; the workspace of the partial results and where each split's lie; the
-// built-in planner's plans for decode on an H100 and an A100.
+// built-in planner's plans for decode on an H100 and an A100; what launch configs may change of the
+// split, and runtime autotune of it.
+#include "core/autotune.h"
 #include "core/key_splits.h"
 #include "core/kernel_registry.h"
 #include "core/planner.h"
@@ -10,7 +12,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 using namespace ffpa;
 using ffpa_test::hopper;
@@ -153,4 +158,101 @@ TEST_CASE("split-KV: decode with the built-in kernels, on an H100 and with the m
   const Plan prefill = planner.plan({forward(4, 32, 4096, 4096), policy, hopper(), nullptr});
   CHECK(prefill.config.find("key_splits=") == std::string::npos);
   CHECK(prefill.kernelWorkspaceBytes == 0);
+}
+
+TEST_CASE("split-KV: a launch config may turn the split off or ask for longer runs, never fix a count") {
+  const Policy policy;
+  const DeviceInfo device = hopper();
+  const AttentionProblem p = forward(1, 2, 1, 8192);  // 128 tiles of 64 keys
+  const ForwardGrid small{2, 1, 64};
+  const KeySplitPlan chosen = planKeySplits(policy, p, device, small, true);
+  CHECK(chosen.tunable);
+  REQUIRE(chosen.splits > 8);
+  // "split_kv": 0: one run, no workspace; the choice was still the planner's to make.
+  const KeySplitPlan off = planKeySplits(policy, p, device, small, true, {false, kMinTilesPerSplit});
+  CHECK(off.splits == 1);
+  CHECK(off.bytes == 0);
+  CHECK(off.tunable);
+  // "split_min_tiles": 16: at most 128 / 16 runs.
+  const KeySplitPlan longer = planKeySplits(policy, p, device, small, true, {true, 16});
+  CHECK(longer.splits > 1);
+  CHECK(longer.splits <= 8);
+  CHECK(longer.tilesPerSplit >= 16);
+  // 8 tiles: runs of 4 make 2 of them, runs of 1 tile make 8.
+  const AttentionProblem shortKeys = forward(1, 2, 1, 512);
+  CHECK(planKeySplits(policy, shortKeys, device, small, true).splits == 2);
+  const KeySplitPlan single = planKeySplits(policy, shortKeys, device, small, true, {true, 1});
+  CHECK(single.splits == 8);
+  CHECK(single.tilesPerSplit == 1);
+  // A grid that fills the GPU has no choice to tune, whatever the config.
+  const KeySplitPlan full = planKeySplits(policy, p, device, {200, 1, 64}, true, {true, 1});
+  CHECK_FALSE(full.tunable);
+  CHECK(full.splits == 1);
+  // Nor has a count the caller asked for: it stands.
+  Policy asked;
+  asked.setValue(FFPA_POLICY_KEY_SPLITS, 3);
+  const KeySplitPlan three = planKeySplits(asked, p, device, small, true, {false, 16});
+  CHECK_FALSE(three.tunable);
+  CHECK(three.splits == 3);
+}
+
+namespace {
+
+// A timer on which a plan without a split takes 1 ms and one with a split 2.
+class UnsplitFaster : public CandidateTimer {
+ public:
+  double milliseconds(const Plan& plan) override {
+    return plan.config.find("key_splits=") == std::string::npos ? 1 : 2;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("split-KV: runtime autotune times the split's choices where the grid leaves the GPU idle") {
+  Policy policy;
+  policy.setValue(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1);
+  policy.setValue(FFPA_POLICY_AUTOTUNE, 1);
+  AttentionProblem p = forward(1, 32, 1, 8192);  // MQA decode, as above
+  p.headsKv = 1;
+  p.q = p.o = {32 * 128, 128, 0, 1};
+  p.k = p.v = {8192 * 128, 0, 128, 1};
+  p.lse = {32, 1, 0, 0};
+  const AttentionProblem merged = queryHeadsAsRows(p)->problem;
+  const AttentionProblem prefill = forward(4, 32, 4096, 4096);
+  const auto has = [](const std::vector<tuning::LaunchConfig>& all, const tuning::LaunchConfig& c) {
+    return std::count(all.begin(), all.end(), c) == 1;
+  };
+  int checked = 0;
+  for (const char* name : {"sm90.forward", "sm80.forward"}) {
+    const KernelVariant* variant = ffpa_test::builtinVariant(name);
+    REQUIRE(variant != nullptr);
+    policy.setValue(FFPA_POLICY_HOPPER_KERNELS, std::string(name) == "sm90.forward" ? 1 : 0);
+    const PlanRequest request{merged, policy, hopper(), nullptr};
+    if (variant->supports(request).verdict != Support::Verdict::Applies) {
+      MESSAGE(name << " is not compiled");
+      continue;
+    }
+    ++checked;
+    INFO(name);
+    const std::vector<tuning::LaunchConfig> candidates = variant->candidates(request);
+    const std::vector<tuning::LaunchConfig> full = variant->candidates({prefill, policy, hopper(), nullptr});
+    for (const tuning::LaunchConfig& c : keySplitCandidates()) {
+      CHECK(has(candidates, c));
+      CHECK_FALSE(has(full, c));
+    }
+    // Unsplit is faster on this timer: the plan does not split, and its tuned entry is the
+    // caller's decode problem (one query row of 32 heads on one KV head), not the merged one.
+    const Planner planner(builtinKernels(), [](const PlanRequest&) { return std::make_unique<UnsplitFaster>(); });
+    const Plan tuned = planner.plan({p, policy, hopper(), nullptr});
+    INFO(tuned.config);
+    CHECK(tuned.config.find("key_splits=") == std::string::npos);
+    CHECK(tuned.config.find("query_heads_as_rows=32") != std::string::npos);
+    REQUIRE(tuned.tuned.get() != nullptr);
+    CHECK(tuned.tuned->config == tuning::LaunchConfig{{"split_kv", 0}});
+    CHECK(tuned.tuned->seqlenQ == 1);
+    CHECK(tuned.tuned->seqlenKv == 8192);
+    CHECK(tuned.tuned->headsQ == 32);
+    CHECK(tuned.tuned->headsKv == 1);
+  }
+  CHECK(checked >= 1);
 }

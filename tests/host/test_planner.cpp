@@ -3,6 +3,7 @@
 // falling back, and the reference-backend policy overrides everything.
 #include "core/error.h"
 #include "core/kernel_registry.h"
+#include "core/key_splits.h"
 #include "core/planner.h"
 
 #include "core_device.h"
@@ -15,6 +16,7 @@
 #include <vector>
 
 using namespace ffpa;
+using ffpa_test::builtinVariant;
 using ffpa_test::hopper;
 
 namespace {
@@ -41,13 +43,6 @@ AttentionProblem packedProblem(int64_t headDim, Direction direction = Direction:
 }
 
 // The built-in kernel variant named `name` (null if there is none).
-const KernelVariant* builtinVariant(const std::string& name) {
-  const KernelRegistry& registry = builtinKernels();
-  const auto found = std::find_if(registry.variants().begin(), registry.variants().end(),
-                                  [&](const KernelVariant& v) { return v.name == name; });
-  return found == registry.variants().end() ? nullptr : &*found;
-}
-
 // A policy with runtime autotune on.
 Policy autotunePolicy() {
   Policy policy;
@@ -376,7 +371,8 @@ TEST_CASE("runtime autotune of the Hopper forward times the row split against th
   const KernelRegistry& registry = builtinKernels();
   const KernelVariant* sm90 = builtinVariant("sm90.forward");
   REQUIRE(sm90 != nullptr);
-  const Policy policy = autotunePolicy();
+  Policy policy = autotunePolicy();
+  policy.setValue(FFPA_POLICY_KEY_SPLITS, 1);  // no split-KV candidates here (test_key_splits.cpp)
   const PlanRequest request{packedProblem(128), policy, hopper(), nullptr};
   if (const Support support = sm90->supports(request); support.verdict != Support::Verdict::Applies) {
     MESSAGE("skipped: " << support.reason);
@@ -478,8 +474,13 @@ TEST_CASE("runtime autotune of the mma.sync forward tries its default Q K^T step
   std::sort(qkSteps.begin(), qkSteps.end());
   CHECK(qkSteps == std::vector<int64_t>{64, 128});
   // d = 128: whole K and V tiles per step (no step widths to try), 32- and 64-key tiles, one and
-  // two stages.
-  const PlanRequest small{packedProblem(128), policy, a100, nullptr};
+  // two stages (and split-KV's choices, where its grid leaves the GPU idle, unless the caller
+  // asked for a count).
+  Policy unsplit = policy;
+  unsplit.setValue(FFPA_POLICY_KEY_SPLITS, 1);
+  const PlanRequest small{packedProblem(128), unsplit, a100, nullptr};
+  const PlanRequest idle{packedProblem(128), policy, a100, nullptr};
+  CHECK(sm80->candidates(idle).size() == 4 + keySplitCandidates().size());
   const std::vector<tuning::LaunchConfig> configs = sm80->candidates(small);
   CHECK(configs.size() == 4);
   for (const tuning::LaunchConfig& c : configs) {

@@ -1,7 +1,8 @@
 // Tuned configs in plans of the sm80 kernels, through the public API on a described A100: a file in
 // FFPA_POLICY_TUNED_CONFIG_DIR sets the launch parameters its entry names, forward and backward;
 // knobs the caller set win; FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG and a missing or malformed
-// file leave the built-in defaults; values a kernel cannot take are ignored.
+// file leave the built-in defaults; values a kernel cannot take are ignored. Also the Hopper
+// kernels' parameters, and decode entries (split-KV's choices) on a described H100.
 #include "plan_text.h"
 #include "test_support.h"
 
@@ -331,4 +332,61 @@ TEST_CASE("tuned configs: the Hopper backward takes each gradient kernel's mma.s
     const std::string sm90 = "sm90.backward.bf16.dq" + std::to_string(c.d);
     CHECK(describeBackward(builtIn, p).kernel.rfind(sm90, 0) == 0);
   }
+}
+
+TEST_CASE("tuned configs: decode entries set split-KV's choices, looked up by the call's own shape") {
+  REQUIRE_COMPILED(128);
+  // MQA decode: the planner runs the 32 query heads as rows of the KV head (query_heads_as_rows),
+  // a grid of one row tile that split-KV cuts into runs of KV tiles.
+  const Problem decode(FFPA_DATA_TYPE_BFLOAT16, 1, 32, 1, 1, 8192, 128, 128);
+  Handle plain;
+  plain.set<int32_t>(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1);
+  const Described untuned = describeForward(plain, decode);
+  REQUIRE(untuned.status == FFPA_STATUS_SUCCESS);
+  CHECK_HAS(untuned.config, "query_heads_as_rows=32");
+  CHECK_HAS(untuned.config, "key_splits=");
+  // Entries for either forward kernel, whichever this build plans.
+  const auto entries = [](const char* config, int seqlenQ) {
+    std::string all;
+    for (const char* kernel : {"sm80.forward", "sm90.forward"}) {
+      all += std::string(all.empty() ? "" : ",") + R"({"direction": "forward", "kernel": ")" + kernel +
+             R"(", "dtype": "bf16", "head_dim": 128, "seqlen_q": )" + std::to_string(seqlenQ) +
+             R"(, "seqlen_kv": 8192, "nheads_q": 32, "nheads_kv": 1, "config": )" + config + "}";
+    }
+    return fileWith(all, R"("Described H100", "compute_capability": "9.0")");
+  };
+  const auto tunedWith = [&](const char* name, const std::string& file) {
+    ConfigDirectory dir(name);
+    dir.write(file, "Described_H100.json");
+    Handle h;
+    setDirectory(h, dir.path());
+    return describeForward(h, decode);
+  };
+  // A decode entry (seqlen_q 1) that turns the split off: the lookup is by the call's one query
+  // row, not by the 32 rows of the problem the kernel runs.
+  const Described off = tunedWith("decode-off", entries(R"({"split_kv": 0})", 1));
+  REQUIRE(off.status == FFPA_STATUS_SUCCESS);
+  CHECK_HAS(off.config, "tuned(Described_H100.json: forward bf16 d=128 Nq=1 Nkv=8192)");
+  CHECK_HAS(off.config, "query_heads_as_rows=32");
+  CHECK_LACKS(off.config, "key_splits=");
+  // Runs of at least 16 of the KV tiles.
+  const Described longer = tunedWith("decode-longer", entries(R"({"split_min_tiles": 16})", 1));
+  CHECK_HAS(longer.config, "tuned(");
+  const size_t at = longer.config.find("split_tiles=");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoi(longer.config.substr(at + 12)) >= 16);
+  CHECK_HAS(longer.config, "key_splits=");
+  // Prefill entries do not serve decode, though the merged problem has 32 query rows.
+  const Described prefill = tunedWith("decode-prefill", entries(R"({"split_kv": 0})", 512));
+  CHECK_LACKS(prefill.config, "tuned(");
+  CHECK_HAS(prefill.config, "key_splits=");
+  // A count the caller asked for wins over the entry.
+  ConfigDirectory dir("decode-knob");
+  dir.write(entries(R"({"split_kv": 0})", 1), "Described_H100.json");
+  Handle asked;
+  setDirectory(asked, dir.path());
+  asked.set<int32_t>(FFPA_POLICY_KEY_SPLITS, 3);
+  const Described three = describeForward(asked, decode);
+  CHECK_HAS(three.config, "tuned(");
+  CHECK_HAS(three.config, "key_splits=3 ");
 }

@@ -87,28 +87,40 @@ TEST_CASE("ffpa-autotune: the task grid, its variants, its notes and its cap") {
   Options o = parse({"--dtypes", "bf16,fp16"});
   std::vector<std::string> notes;
   const std::vector<Task> base = taskGrid(o, {320, 512}, {1024, 4096}, 0, &notes);
-  // 2 directions x 2 dtypes x 2 head dims x 2 seqlens x {non-causal, causal}
-  CHECK(base.size() == 32);
+  // 2 directions x 2 dtypes x 2 head dims x 2 seqlens x {non-causal, causal}, and the forward's
+  // decode of each: 2 dtypes x 2 head dims x 2 KV lengths x {non-causal, causal}
+  CHECK(base.size() == 32 + 16);
   CHECK(base.front().label() == "forward bf16 d=320 N=1024");
   CHECK(base[1].label() == "forward bf16 d=320 N=1024 causal");
+  CHECK(base[2].label() == "forward bf16 d=320 N=1/1024 decode(32/32)");
+  CHECK(base[3].label() == "forward bf16 d=320 N=1/1024 causal decode(32/32)");
+  CHECK((base[2].seqQ == 1 && base[2].seqKv == 1024 && base[2].headsKv == 32));
   CHECK(base.back().label() == "backward fp16 d=512 N=4096 causal");
-  CHECK(notes.size() == 1);  // no decode kernel
+  for (const Task& t : base) CHECK((t.direction == "forward" || t.seqQ == t.seqKv));  // no decode backward
+  CHECK(notes.size() == 1);  // no single-query backward kernel
+  o.directions = {"forward"};
+  notes.clear();
+  CHECK(taskGrid(o, {512}, {1, 2048}, 0, &notes).size() == 2 * (2 + 2 + 2));  // no decode of one key
+  CHECK(notes.empty());
+  o.directions = {"forward", "backward"};
 
   o.fullTasks = true;
   notes.clear();
   const std::vector<Task> full = taskGrid(o, {512}, {2048}, 0, &notes);
-  CHECK(full.size() == 2 * 2 * 5);
+  CHECK(full.size() == 2 * 2 * 5 + 2 * 4);  // and the forward's decode: plain, causal, GQA, MQA
   std::set<std::string> labels;
   for (const Task& t : full) labels.insert(t.label());
   CHECK(labels.count("forward bf16 d=512 N=2048 gqa(32/8)") == 1);
   CHECK(labels.count("backward fp16 d=512 N=2048 mqa(32/1)") == 1);
   CHECK(labels.count("forward fp16 d=512 N=2048/4096 cross(32/32)") == 1);
-  CHECK(notes.size() == 2);  // no decode kernel; no masks or dropout
+  CHECK(labels.count("forward bf16 d=512 N=1/2048 decode-gqa(32/8)") == 1);
+  CHECK(labels.count("forward fp16 d=512 N=1/2048 decode-mqa(32/1)") == 1);
+  CHECK(notes.size() == 2);  // no single-query backward kernel; no masks or dropout
 
   notes.clear();
   const std::vector<Task> capped = taskGrid(o, {512}, {2048}, 4, &notes);
   CHECK(capped.size() == 4);
-  CHECK(notes.back() == "FFPA_AUTOTUNE_MAX_CONFIGS=4: the first 4 of 20 tasks");
+  CHECK(notes.back() == "FFPA_AUTOTUNE_MAX_CONFIGS=4: the first 4 of 28 tasks");
   CHECK(maxTasksFromEnvironment(nullptr) == 0);
   CHECK(maxTasksFromEnvironment("") == 0);
   CHECK(maxTasksFromEnvironment("12") == 12);
@@ -120,7 +132,7 @@ TEST_CASE("ffpa-autotune: the task grid, its variants, its notes and its cap") {
 TEST_CASE("ffpa-autotune: the worker pool runs every task once, one at a time per GPU") {
   const Options o = parse({});
   const std::vector<Task> tasks = taskGrid(o, {128, 256, 512}, {512, 1024, 2048}, 0, nullptr);
-  REQUIRE(tasks.size() == 36);
+  REQUIRE(tasks.size() == 36 + 18);  // prefill, decode
   std::mutex mutex;
   std::map<int, int> running;  // GPU -> tasks in flight
   std::map<int, int> ranOn;
@@ -158,13 +170,13 @@ TEST_CASE("ffpa-autotune: the worker pool runs every task once, one at a time pe
         return e;
       },
       [&](size_t done, size_t total, const Task&, const TaskResult&) {
-        CHECK(total == 36);
+        CHECK(total == tasks.size());
         progressDone.push_back(done);
       });
-  CHECK(calls == 36);
+  CHECK(size_t(calls) == tasks.size());
   CHECK_FALSE(overlapped);
   CHECK(ranOn.size() == 3);  // every GPU worked
-  REQUIRE(results.size() == 36);
+  REQUIRE(results.size() == tasks.size());
   int failed = 0, untunable = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].untunable.empty()) {
@@ -186,8 +198,8 @@ TEST_CASE("ffpa-autotune: the worker pool runs every task once, one at a time pe
   }
   CHECK(failed == 1);
   CHECK(untunable == 1);
-  std::vector<size_t> expected(36);
-  for (size_t i = 0; i < 36; ++i) expected[i] = i + 1;
+  std::vector<size_t> expected(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) expected[i] = i + 1;
   CHECK(progressDone == expected);
 }
 

@@ -30,8 +30,8 @@ struct Options {
   std::string output;               // -o out.json
 };
 
-// The sequence lengths tuned by default (ffpa-attn's grid without the decode length 1, for which
-// libffpa has no decode kernel); 16384 only on GPUs with at least 48 GiB.
+// The sequence lengths tuned by default (ffpa-attn's grid; its decode length 1 is the query
+// length of the decode tasks, whose KV lengths are these); 16384 only on GPUs with at least 48 GiB.
 std::vector<int64_t> defaultSeqlens(int64_t deviceMemoryBytes);
 
 Options parseOptions(const std::vector<std::string>& args);

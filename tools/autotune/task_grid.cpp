@@ -2,6 +2,7 @@
 
 #include "common/whole_integer.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -15,6 +16,28 @@ std::string Task::label() const {
   if (!variant.empty()) text << " " << variant << "(" << headsQ << "/" << headsKv << ")";
   return text.str();
 }
+
+namespace {
+
+// `task`, its causal twin, and with full tasks its non-causal GQA and MQA twins (variants
+// `prefix` + "gqa" and "mqa").
+void addWithTwins(const Task& task, const Options& o, const std::string& prefix, std::vector<Task>& tasks) {
+  tasks.push_back(task);
+  Task causal = task;
+  causal.causal = true;
+  tasks.push_back(causal);
+  if (!o.fullTasks) return;
+  Task gqa = task;
+  gqa.variant = prefix + "gqa";
+  gqa.headsKv = gqaHeads(o.heads);
+  if (gqa.headsKv != o.heads) tasks.push_back(gqa);
+  Task mqa = task;
+  mqa.variant = prefix + "mqa";
+  mqa.headsKv = 1;
+  if (o.heads > 1) tasks.push_back(mqa);
+}
+
+}  // namespace
 
 int64_t gqaHeads(int64_t heads) {
   for (int64_t kv = heads / 4; kv > 1; --kv) {
@@ -37,19 +60,17 @@ std::vector<Task> taskGrid(const Options& o, const std::vector<int64_t>& headDim
           base.headsQ = base.headsKv = o.heads;
           base.seqQ = base.seqKv = n;
           base.headDim = d;
-          tasks.push_back(base);
-          Task causal = base;
-          causal.causal = true;
-          tasks.push_back(causal);
+          addWithTwins(base, o, "", tasks);
+          // Decode: one query row against the KV length (a single-token KV cache is no decode
+          // workload); a causal row sees every key (bottom-right), but the lookup keeps the two
+          // apart. GQA and MQA decode run their query heads as rows of their KV head.
+          if (direction == "forward" && n > 1) {
+            Task decode = base;
+            decode.seqQ = 1;
+            decode.variant = "decode";
+            addWithTwins(decode, o, "decode-", tasks);
+          }
           if (!o.fullTasks) continue;
-          Task gqa = base;
-          gqa.variant = "gqa";
-          gqa.headsKv = gqaHeads(o.heads);
-          if (gqa.headsKv != o.heads) tasks.push_back(gqa);
-          Task mqa = base;
-          mqa.variant = "mqa";
-          mqa.headsKv = 1;
-          if (o.heads > 1) tasks.push_back(mqa);
           Task cross = base;
           cross.variant = "cross";
           cross.seqKv = 2 * n;
@@ -59,7 +80,9 @@ std::vector<Task> taskGrid(const Options& o, const std::vector<int64_t>& headDim
     }
   }
   if (notes != nullptr) {
-    notes->push_back("decode (Nq = 1): libffpa has no decode kernel; not tuned");
+    if (std::count(o.directions.begin(), o.directions.end(), "backward") > 0) {
+      notes->push_back("decode backward (Nq = 1): libffpa has no single-query backward kernel; not tuned");
+    }
     if (o.fullTasks) notes->push_back("attention-mask and dropout variants: not features of libffpa; not tuned");
   }
   if (maxTasks > 0 && tasks.size() > maxTasks) {

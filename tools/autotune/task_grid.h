@@ -19,7 +19,7 @@ struct Task {
   int64_t seqKv = 1;
   int64_t headDim = 64;  // d_qk = d_v
   bool causal = false;
-  std::string variant;  // "", "gqa", "mqa", "cross"
+  std::string variant;  // "", "gqa", "mqa", "cross", "decode", "decode-gqa", "decode-mqa"
 
   std::string label() const;  // "backward bf16 d=512 N=4096 causal gqa(32/8)"
 };
@@ -29,9 +29,10 @@ struct Task {
 int64_t gqaHeads(int64_t heads);
 
 // Every task: direction x dtype x head dim x seqlen x {non-causal, causal}, self-attention with
-// equal heads; with full tasks, non-causal GQA, MQA and cross-attention (Nkv = 2 Nq) at each
-// head dim and seqlen. At most `maxTasks` (0: all), in that order. `notes` receives what the grid
-// leaves out and why.
+// equal heads, and for the forward decode (Nq = 1, Nkv = seqlen) non-causal and causal; with full
+// tasks, non-causal GQA and MQA decode, then non-causal GQA, MQA and cross-attention (Nkv = 2 Nq)
+// at each head dim and seqlen. At most `maxTasks` (0: all), in that order. `notes` receives what
+// the grid leaves out and why.
 std::vector<Task> taskGrid(const Options& options, const std::vector<int64_t>& headDims,
                            const std::vector<int64_t>& seqlens, size_t maxTasks, std::vector<std::string>* notes);
 

@@ -29,21 +29,32 @@ constexpr size_t kMaxValueBytes = 64;
 struct ExpectedSettings {
   float scale = 0.0f;  // reading it before it was set gives 0
   int32_t causal = FFPA_CAUSAL_NONE;
+  uint8_t keyLengths[sizeof(const int32_t*)] = {};  // the pointer's bytes; NULL by default
 };
+
+// The size of an attribute's type, 0 for a number that names none.
+size_t attributeSize(ffpaAttentionAttribute_t attr) {
+  switch (attr) {
+    case FFPA_ATTENTION_SOFTMAX_SCALE:
+    case FFPA_ATTENTION_CAUSAL_MODE: return 4;
+    case FFPA_ATTENTION_KEY_LENGTHS: return sizeof(const int32_t*);
+    default: return 0;
+  }
+}
 
 ffpaAttentionAttribute_t takeAttribute(ByteReader& in) {
   switch (in.takeIndex(4)) {
     case 0:
-    case 1: return static_cast<ffpaAttentionAttribute_t>(in.takeIndex(2));
-    case 2: return static_cast<ffpaAttentionAttribute_t>(in.pick({2, 100, 101, 0x7fffffff}));
+    case 1: return static_cast<ffpaAttentionAttribute_t>(in.takeIndex(3));
+    case 2: return static_cast<ffpaAttentionAttribute_t>(in.pick({2, 3, 100, 101, 0x7fffffff}));
     default: return in.takeEnum<ffpaAttentionAttribute_t>();
   }
 }
 
 size_t takeSize(ByteReader& in) {
   switch (in.takeIndex(4)) {
-    case 0:
-    case 1: return 4;
+    case 0: return 4;
+    case 1: return sizeof(const int32_t*);
     case 2: return in.takeIndex(9);
     default: return in.take<size_t>();
   }
@@ -102,10 +113,12 @@ void setAttribute(ByteReader& in, ffpaAttentionDescriptor_t desc, ExpectedSettin
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   const auto mode = static_cast<int32_t>(bits);
-  const bool valid = !nullValue && size == 4 &&
+  // Any pointer is a valid count array to set (the counts are read on the device, by calls).
+  const bool valid = !nullValue && size == attributeSize(attr) &&
                      ((attr == FFPA_ATTENTION_SOFTMAX_SCALE && std::isfinite(scale) && scale > 0.0f) ||
                       (attr == FFPA_ATTENTION_CAUSAL_MODE && mode >= FFPA_CAUSAL_NONE &&
-                       mode <= FFPA_CAUSAL_BOTTOM_RIGHT));
+                       mode <= FFPA_CAUSAL_BOTTOM_RIGHT) ||
+                      attr == FFPA_ATTENTION_KEY_LENGTHS);
   const std::string call = "ffpaSetAttentionAttribute(attr " + std::to_string(attr) + ", size " +
                            std::to_string(size) + ", value bits " + std::to_string(bits) +
                            (nullValue ? ", NULL" : "") + ")";
@@ -113,6 +126,7 @@ void setAttribute(ByteReader& in, ffpaAttentionDescriptor_t desc, ExpectedSettin
   if (!valid) return;
   if (attr == FFPA_ATTENTION_SOFTMAX_SCALE) expected.scale = scale;
   if (attr == FFPA_ATTENTION_CAUSAL_MODE) expected.causal = mode;
+  if (attr == FFPA_ATTENTION_KEY_LENGTHS) std::memcpy(expected.keyLengths, value.get(), sizeof expected.keyLengths);
 }
 
 void getAttribute(ByteReader& in, ffpaAttentionDescriptor_t desc, const ExpectedSettings& expected) {
@@ -126,21 +140,18 @@ void getAttribute(ByteReader& in, ffpaAttentionDescriptor_t desc, const Expected
   const ffpaStatus_t status = ffpaGetAttentionAttribute(desc, attr, nullValue ? nullptr : value.get(), size,
                                                         (nullMask & 4) ? nullptr : &sizeWritten);
   expectApiResult(status, "ffpaGetAttentionAttribute");
-  const bool known = attr == FFPA_ATTENTION_SOFTMAX_SCALE || attr == FFPA_ATTENTION_CAUSAL_MODE;
-  const bool valid = known && (size == 0 || (!nullValue && size == 4));
+  const size_t typeSize = attributeSize(attr);
+  const bool valid = typeSize > 0 && (size == 0 || (!nullValue && size == typeSize));
   const std::string call = "ffpaGetAttentionAttribute(attr " + std::to_string(attr) + ", size " +
                            std::to_string(size) + (nullValue ? ", NULL" : "") + ")";
   expectDocumentedOutcome(status, valid, call);
   if (!valid) return;
-  if (!(nullMask & 4)) expect(sizeWritten == 4, call + " reported size " + std::to_string(sizeWritten));
+  if (!(nullMask & 4)) expect(sizeWritten == typeSize, call + " reported size " + std::to_string(sizeWritten));
   if (size == 0) return;  // a size query: the buffer has no bytes to receive a value
-  uint8_t want[4];
-  if (attr == FFPA_ATTENTION_SOFTMAX_SCALE) {
-    std::memcpy(want, &expected.scale, 4);
-  } else {
-    std::memcpy(want, &expected.causal, 4);
-  }
-  expect(std::memcmp(value.get(), want, 4) == 0, call + " read back a value that was not set");
+  const void* want = attr == FFPA_ATTENTION_SOFTMAX_SCALE ? static_cast<const void*>(&expected.scale)
+                     : attr == FFPA_ATTENTION_CAUSAL_MODE ? static_cast<const void*>(&expected.causal)
+                                                          : static_cast<const void*>(expected.keyLengths);
+  expect(std::memcmp(value.get(), want, typeSize) == 0, call + " read back a value that was not set");
 }
 
 }  // namespace

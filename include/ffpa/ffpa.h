@@ -816,6 +816,21 @@ typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
   FFPA_ATTENTION_SOFTMAX_SCALE = 0,
   /** `int32_t` holding an #ffpaCausalMode_t; default #FFPA_CAUSAL_NONE. */
   FFPA_ATTENTION_CAUSAL_MODE = 1,
+  /** `const int32_t*`, default NULL (every batch entry has all `Nkv` keys): a device pointer to
+   *  `B` key counts, one per batch entry; batch entry `b` attends to keys `[0, L_b)` of K and V
+   *  only (a KV cache filled to another length in each sequence: FlashAttention's `seqused_k`,
+   *  cuDNN's padding mask on the keys). The value passed is the address of the pointer, its size
+   *  `sizeof(const int32_t*)`; NULL detaches the counts. Each execute call reads the counts on
+   *  the device, in stream order, so they may change between calls that share the pointer (in a
+   *  CUDA graph, say); the pointer must stay valid while calls that use it run. A count below 0
+   *  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on are never read: they may hold
+   *  anything, NaN included. Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's
+   *  last key (query `i` sees key `j` when `j <= i + L_b - Nq`). A query that sees no key gets
+   *  O = 0 and a log-sum-exp of -infinity. Not with attention slices (whose key ranges say
+   *  which keys each sequence has) or context parallelism. The forward runs on the `mma.sync`
+   *  kernels (on every GPU, the Hopper forward not included) or the reference path, the
+   *  backward on the reference path. */
+  FFPA_ATTENTION_KEY_LENGTHS = 2,
   /* Values from 100 are reserved for packed variable-length batches and attention sinks. */
   /** @cond FFPA_INTERNAL */
   FFPA_ATTENTION_FORCE_INT32 = 0x7fffffff

@@ -144,7 +144,7 @@ struct QueryGradientKernel {
 
   // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const BackwardParams& p, const Coordinates& c) {
-    return visibleKeyTilesOf(p, c, kKeys, kRows);
+    return visibleKeyTilesOf(p, c, kKeys, kRows, p.seqKv);  // (no per-batch key lengths)
   }
 
   // Score steps [first, first + count) of one product: acc += A B^T, A rows from the persisted
@@ -185,7 +185,8 @@ struct QueryGradientKernel {
     }
     const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
-    const RowKeyMask mask = rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group);
+    const RowKeyMask mask =
+        rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group, p.seqKv);
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll

@@ -66,6 +66,24 @@ struct CtaRows {
   int firstTile = 0;  // split-KV (common/key_split.h): the first KV tile of the CTA's run
 };
 
+// The keys batch entry `batch` has: seqKv, or its count of p.keyLengths (FFPA_ATTENTION_KEY_LENGTHS)
+// clamped to [0, seqKv], so that a wrong count reads no key past the tensor. Worked out where it
+// is used, not kept: without counts it is a parameter, and at the register limit a value held
+// across the KV loop is what ptxas spills first.
+template <class Params>
+FFPA_DEVICE int keysOfBatch(const Params& p, int64_t batch) {
+  if (p.keyLengths == nullptr) return p.seqKv;
+  const int count = p.keyLengths[batch];
+  return count < 0 ? 0 : count > p.seqKv ? p.seqKv : count;
+}
+
+// The causal offset of a batch entry of `keyEnd` keys (query i sees key j iff j <= i + offset):
+// the problem's, moved with the entry's keys where a bottom-right diagonal ends at its last key.
+template <class Params>
+FFPA_DEVICE int64_t causalOffsetOf(const Params& p, int keyEnd) {
+  return p.causalAtKeyEnd ? p.causalOffset + (keyEnd - p.seqKv) : p.causalOffset;
+}
+
 // The row tile query-major CTA `x` of a grid of one CTA per `rows` rows of the queries (no
 // attention slices) takes: under a causal mask the last first. A later row tile sees more keys,
 // so the CTAs the GPU starts first get the longest tiles and the last ones the shortest (as in
@@ -100,11 +118,11 @@ FFPA_DEVICE KeyTile keyTileOf(const Params& p, const CtaRows& r, int tileKeys, i
 }
 
 // The number of KV tiles of `tileKeys` keys a query-major CTA of `rows` rows walks (0 when the
-// mask hides every key).
+// mask hides every key); `keyEnd`: the keys of its batch entry (keysOfBatch).
 template <class Params>
-FFPA_DEVICE int visibleKeyTilesOf(const Params& p, const CtaRows& r, int tileKeys, int rows) {
+FFPA_DEVICE int visibleKeyTilesOf(const Params& p, const CtaRows& r, int tileKeys, int rows, int keyEnd) {
   if (p.slices.slices == nullptr) {
-    return visibleKeyTiles(p.seqQ, p.seqKv, tileKeys, r.firstRow, rows, p.causal, p.causalOffset);
+    return visibleKeyTiles(p.seqQ, keyEnd, tileKeys, r.firstRow, rows, p.causal, causalOffsetOf(p, keyEnd));
   }
   return slices::walkTiles(p.slices, true, r.segment, r.firstRow, r.rowEnd - 1, tileKeys);
 }
@@ -121,8 +139,9 @@ FFPA_DEVICE int splitKeyTiles(const ffpa::KeySplit& split, CtaRows& r, int tiles
 
 // Which keys of a KV tile (keys [firstKey, firstKey + tileKeys)) the thread's two rows, `row`
 // and row + 8, see in a query-major kernel (the forward, dQ): through slice `slice` of p.slices
-// when it is >= 0, else every key under the causal mask. `masked` is false when every row of the
-// CTA, `r`, sees every key of the tile, so that no element needs the test.
+// when it is >= 0, else every key of the rows' batch entry (keys [0, keyEnd)) under the causal
+// mask. `masked` is false when every row of the CTA, `r`, sees every key of the tile, so that no
+// element needs the test.
 struct RowKeyMask {
   bool masked;
   slices::KeySpan span[2];
@@ -134,17 +153,18 @@ struct RowKeyMask {
 
 template <class Params>
 FFPA_DEVICE RowKeyMask rowKeyMask(const Params& p, int slice, const CtaRows& r, int firstKey, int tileKeys,
-                                  int64_t row) {
+                                  int64_t row, int keyEnd) {
   RowKeyMask m;
   if (slice >= 0) {
     const slices::SliceRange s = p.slices.slices[slice];
     m.masked = !slices::seesWholeTile(s, r.firstRow, r.rowEnd - 1, firstKey, firstKey + tileKeys - 1);
     for (int half = 0; half < 2; ++half) m.span[half] = slices::keySpan(s, row + 8 * half);
   } else {
-    m.masked = firstKey + tileKeys > p.seqKv || (p.causal && firstKey + tileKeys - 1 > r.firstRow + p.causalOffset);
+    const int64_t offset = causalOffsetOf(p, keyEnd);
+    m.masked = firstKey + tileKeys > keyEnd || (p.causal && firstKey + tileKeys - 1 > r.firstRow + offset);
     for (int half = 0; half < 2; ++half) {
-      const int64_t end = row + 8 * half + p.causalOffset + 1;  // under the causal mask
-      m.span[half] = {0, p.causal && end < p.seqKv ? end : p.seqKv};
+      const int64_t end = row + 8 * half + offset + 1;  // under the causal mask
+      m.span[half] = {0, p.causal && end < keyEnd ? end : keyEnd};
     }
   }
   return m;

@@ -56,6 +56,9 @@ struct ForwardKernel {
   static constexpr int kMaxScoreStepPanels = ffpa::sm80::maxScoreStepPanels(kShape);
   static constexpr int kMaxValueStepPanels = ffpa::sm80::maxValueStepPanels(kShape);
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
+  // Per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) are read by every instance but the 64-key
+  // one, which has no register to spare for them (255; the planner takes its 32-key twin).
+  static constexpr bool kReadsKeyLengths = !kWideKeys;
 
   static_assert(kHeadDimV % 16 == 0 && kHeadDimV <= 1024, "d_v: a multiple of 16 up to 1024");
   static_assert(1024 / 16 + kShape.warpColumns / 16 <= kMaxStepsPerTile, "Q K^T and P V steps of a tile");
@@ -101,6 +104,12 @@ struct ForwardKernel {
     c.head = head;
     c.kvHead = head / p.groupSize;
     return c;
+  }
+
+  // The keys of the CTA's batch entry: seqKv, or its count of the key lengths (keysOfBatch).
+  static FFPA_DEVICE int keysOf(const ForwardParams& p, const Coordinates& c) {
+    if constexpr (kReadsKeyLengths) return keysOfBatch(p, c.batch);
+    return p.seqKv;
   }
 
   // The CTA's first query row; its K and V rows from key `firstKey` on.
@@ -156,7 +165,7 @@ struct ForwardKernel {
       }
       copyStepPanels<kKeys, kThreads, kMaxScoreStepPanels>(base + p.qkSlotKOffset, p.kRowBytes, panels,
                                                             keyRows(p, c, firstKey), p.kStrides[2],
-                                                            p.seqKv - firstKey, firstColumn);
+                                                            keysOf(p, c) - firstKey, firstColumn);
     } else {
       // Column warp w owns O panels w, w + kColWarps, ...: its panels k of the step are the
       // step's panels k * kColWarps + w, and the step's panels are V's consecutive panels from
@@ -165,7 +174,7 @@ struct ForwardKernel {
       const int firstPanel = (inTile - p.qkSteps) * p.vPanelsPerStep;  // of each column warp
       copyStepPanels<kKeys, kThreads, kMaxValueStepPanels * kColWarps, true>(
           base, p.vRowBytes, min2(p.vPanelsPerStep, p.vPanels - firstPanel) * kColWarps, valueRows(p, c, firstKey),
-          p.vStrides[2], p.seqKv - firstKey, firstPanel * kColWarps * 16, p.headDimV);
+          p.vStrides[2], keysOf(p, c) - firstKey, firstPanel * kColWarps * 16, p.headDimV);
     }
   }
 
@@ -317,8 +326,8 @@ struct ForwardKernel {
                                   uint32_t (&pFrag)[kKeySteps][4]) {
     s.toFloat();
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
-    const RowKeyMask mask =
-        rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + 16 * rowTile + c.group);
+    const RowKeyMask mask = rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys,
+                                       c.firstRow + c.warpRow + 16 * rowTile + c.group, keysOf(p, c));
     float tileMax[2];
     // The CTA's rows all see every key of most tiles (mask.masked is false there): no test per
     // score on those.
@@ -447,7 +456,7 @@ struct ForwardKernel {
 
   // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const ForwardParams& p, const Coordinates& c) {
-    return visibleKeyTilesOf(p, c, kKeys, kRows);
+    return visibleKeyTilesOf(p, c, kKeys, kRows, keysOf(p, c));
   }
 
   static FFPA_DEVICE void run(const ForwardParams& p) {

@@ -143,6 +143,14 @@ TensorLayout makeTensorLayout(ffpaDataType_t dtype, int32_t nbDims, const int64_
   return layout;
 }
 
+namespace {
+
+constexpr const char* kNotAnAttribute =
+    " is not an ffpaAttentionAttribute_t; allowed: FFPA_ATTENTION_SOFTMAX_SCALE (0), FFPA_ATTENTION_CAUSAL_MODE (1), "
+    "FFPA_ATTENTION_KEY_LENGTHS (2)";
+
+}  // namespace
+
 void setAttentionAttribute(AttentionSettings& settings, ffpaAttentionAttribute_t attr,
                            const void* value, size_t size) {
   requireNotNull(value, "value");
@@ -168,10 +176,15 @@ void setAttentionAttribute(AttentionSettings& settings, ffpaAttentionAttribute_t
       settings.causal = static_cast<ffpaCausalMode_t>(mode);
       return;
     }
+    case FFPA_ATTENTION_KEY_LENGTHS: {
+      require(size == sizeof(const int32_t*), FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE,
+              "FFPA_ATTENTION_KEY_LENGTHS is a const int32_t* (value the address of the pointer): size must be ",
+              sizeof(const int32_t*), ", got ", size);
+      std::memcpy(&settings.keyLengths, value, sizeof settings.keyLengths);
+      return;
+    }
     default:
-      fail(FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND,
-           cat("attr ", static_cast<int64_t>(attr), " is not an ffpaAttentionAttribute_t; allowed: "
-               "FFPA_ATTENTION_SOFTMAX_SCALE (0), FFPA_ATTENTION_CAUSAL_MODE (1)"));
+      fail(FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, cat("attr ", static_cast<int64_t>(attr), kNotAnAttribute));
   }
 }
 
@@ -179,6 +192,7 @@ void getAttentionAttribute(const AttentionSettings& settings, ffpaAttentionAttri
                            void* value, size_t size, size_t* sizeWritten) {
   const void* source = nullptr;
   const char* name = nullptr;
+  size_t bytes = 4;
   const int32_t causal = settings.causal;
   switch (attr) {
     case FFPA_ATTENTION_SOFTMAX_SCALE:
@@ -189,17 +203,19 @@ void getAttentionAttribute(const AttentionSettings& settings, ffpaAttentionAttri
       source = &causal;
       name = "FFPA_ATTENTION_CAUSAL_MODE is an int32_t";
       break;
+    case FFPA_ATTENTION_KEY_LENGTHS:
+      source = &settings.keyLengths;
+      name = "FFPA_ATTENTION_KEY_LENGTHS is a const int32_t*";
+      bytes = sizeof settings.keyLengths;
+      break;
     default:
-      fail(FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND,
-           cat("attr ", static_cast<int64_t>(attr), " is not an ffpaAttentionAttribute_t; allowed: "
-               "FFPA_ATTENTION_SOFTMAX_SCALE (0), FFPA_ATTENTION_CAUSAL_MODE (1)"));
+      fail(FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, cat("attr ", static_cast<int64_t>(attr), kNotAnAttribute));
   }
-  constexpr size_t kSize = 4;  // both attributes are 32-bit
-  if (sizeWritten != nullptr) *sizeWritten = kSize;
+  if (sizeWritten != nullptr) *sizeWritten = bytes;
   if (size == 0) return;
   requireNotNull(value, "value");
-  require(size == kSize, FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, name, ": size must be 4, got ", size);
-  std::memcpy(value, source, kSize);
+  require(size == bytes, FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, name, ": size must be ", bytes, ", got ", size);
+  std::memcpy(value, source, bytes);
 }
 
 const TensorLayout& tensorLayout(ffpaTensorDescriptor_t desc, const char* argument) {

@@ -45,6 +45,7 @@ struct AttentionSettings {
   float scale = 0.0f;
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
   std::shared_ptr<const slices::SliceTable> slices;  // the mask instead of `causal`, when set
+  const int32_t* keyLengths = nullptr;  // FFPA_ATTENTION_KEY_LENGTHS: B key counts, on the device
   // When set, calls are those of one rank of a context-parallel ring.
   std::shared_ptr<cp::ContextParallel> contextParallel;
 };

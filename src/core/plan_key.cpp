@@ -22,6 +22,7 @@ PlanKey PlanKey::make(const AttentionProblem& p, const Policy& policy, const Dev
   key.push(p.dtype);
   key.push(p.causal);
   key.push(p.slices != nullptr ? 1 : 0);
+  key.push(p.keyLengths != nullptr ? 1 : 0);
   key.push(p.hasLse ? 1 : 0);
   for (const int64_t dim : {p.batch, p.headsQ, p.headsKv, p.seqQ, p.seqKv, p.headDimQk, p.headDimV}) {
     key.push(dim);

@@ -15,7 +15,7 @@ namespace ffpa {
 
 class PlanKey {
  public:
-  static constexpr size_t kWords = 96;  // 80 in use: the problem, the device, the plan-affecting knobs
+  static constexpr size_t kWords = 96;  // 81 in use: the problem, the device, the plan-affecting knobs
 
   static PlanKey make(const AttentionProblem& problem, const Policy& policy, const DeviceInfo& device);
 

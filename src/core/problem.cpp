@@ -107,6 +107,15 @@ AttentionProblem checkedCore(const AttentionSettings& attn, const TensorLayout& 
     requireWithin(attn.slices->keyExtent(), p.seqKv, "key ", "kDesc has Nkv = ", " keys");
     p.slices = attn.slices.get();
   }
+  if (attn.keyLengths != nullptr) {
+    require(!attn.slices, FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
+            "attn has slices and FFPA_ATTENTION_KEY_LENGTHS; the slices' key ranges say which keys each sequence "
+            "has: detach one of them");
+    require(!attn.contextParallel, FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
+            "attn is a context-parallel rank's and has FFPA_ATTENTION_KEY_LENGTHS; a ring shards the keys of "
+            "equal sequences: detach the key lengths");
+    p.keyLengths = attn.keyLengths;
+  }
   p.scale = attn.scale > 0.0f ? attn.scale : 1.0f / std::sqrt(static_cast<float>(p.headDimQk));
   p.q = stridesOf(q);
   p.k = stridesOf(k);
@@ -164,6 +173,8 @@ void copyProblemSizes(const AttentionProblem& problem, ProblemSizes& p) {
   p.headDimV = static_cast<int32_t>(problem.headDimV);
   p.causal = problem.causal != FFPA_CAUSAL_NONE;
   p.causalOffset = problem.causalOffset();
+  p.keyLengths = nullptr;  // set by the kernels that read them
+  p.causalAtKeyEnd = problem.causal == FFPA_CAUSAL_BOTTOM_RIGHT;
   p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);  // log2(e)
 }
 
@@ -186,6 +197,7 @@ std::string describe(const AttentionProblem& p) {
              " B=", p.batch, " Hq=", p.headsQ, " Hkv=", p.headsKv, " Nq=", p.seqQ, " Nkv=", p.seqKv,
              " Dqk=", p.headDimQk, " Dv=", p.headDimV, " causal=", causalModeName(p.causal),
              p.slices ? cat(" slices=", p.slices->slices().size()) : std::string(),
+             p.keyLengths ? " key_lengths" : "",
              p.hasLse && p.direction == Direction::Forward ? " lse" : "");
 }
 }  // namespace ffpa

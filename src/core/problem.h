@@ -49,6 +49,9 @@ struct AttentionProblem {
   // The attention slices that mask this call instead of `causal` (valid for the call; plans
   // depend on their presence only).
   const slices::SliceTable* slices = nullptr;
+  // FFPA_ATTENTION_KEY_LENGTHS: B key counts on the device, read by the kernels (valid for the
+  // call; plans depend on their presence only). Batch entry b sees keys [0, min(max(L_b, 0), seqKv)).
+  const int32_t* keyLengths = nullptr;
   float scale = 0.0f;  // resolved: the descriptor's, or 1/sqrt(headDimQk)
   bool hasLse = false;
   Strides q{}, k{}, v{}, o{}, lse{};  // forward and backward

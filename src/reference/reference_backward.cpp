@@ -59,13 +59,13 @@ void BackwardPlan::launch(const LaunchArgs& args) const {
   float* delta = slice<float>(ws, buffers_.delta);
   void* ltWs = slice<void>(ws, buffers_.lt);
   constexpr size_t ltBytes = kCublasLtWorkspaceBytes;
-  const KeyMask mask{p.causal, p.causalOffset(), t.slices};
+  const KeyMask mask{p.causal, p.causalOffset(), t.slices, p.keyLengths};
 
   for (int64_t u0 = 0; u0 < chunks_.units; u0 += chunks_.unitsPerChunk) {
     ChunkGeometry chunk{u0, std::min(chunks_.unitsPerChunk, chunks_.units - u0), p.headsKv,
                         chunks_.group, 0, 0};
-    gatherUnitRows({t.k, p.dtype, p.k}, chunk, p.seqKv, p.headDimQk, k, stream);
-    gatherUnitRows({t.v, p.dtype, p.v}, chunk, p.seqKv, p.headDimV, v, stream);
+    gatherUnitRows({t.k, p.dtype, p.k}, chunk, p.seqKv, p.headDimQk, p.keyLengths, k, stream);
+    gatherUnitRows({t.v, p.dtype, p.v}, chunk, p.seqKv, p.headDimV, p.keyLengths, v, stream);
     const size_t kvElements = static_cast<size_t>(chunk.units * p.seqKv);
     checkCuda(cudaMemsetAsync(dk, 0, kvElements * p.headDimQk * sizeof(float), stream), "cudaMemsetAsync(dK)");
     checkCuda(cudaMemsetAsync(dv, 0, kvElements * p.headDimV * sizeof(float), stream), "cudaMemsetAsync(dV)");

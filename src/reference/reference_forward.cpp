@@ -57,13 +57,13 @@ void ForwardPlan::launch(const LaunchArgs& args) const {
   float* scores = slice<float>(ws, buffers_.scores);
   float* out = slice<float>(ws, buffers_.out);
   void* ltWorkspace = slice<void>(ws, buffers_.lt);
-  const KeyMask mask{p.causal, p.causalOffset(), t.slices};
+  const KeyMask mask{p.causal, p.causalOffset(), t.slices, p.keyLengths};
 
   for (int64_t u0 = 0; u0 < chunks_.units; u0 += chunks_.unitsPerChunk) {
     ChunkGeometry chunk{u0, std::min(chunks_.unitsPerChunk, chunks_.units - u0), p.headsKv,
                         chunks_.group, 0, 0};
-    gatherUnitRows({t.k, p.dtype, p.k}, chunk, p.seqKv, p.headDimQk, k, stream);
-    gatherUnitRows({t.v, p.dtype, p.v}, chunk, p.seqKv, p.headDimV, v, stream);
+    gatherUnitRows({t.k, p.dtype, p.k}, chunk, p.seqKv, p.headDimQk, p.keyLengths, k, stream);
+    gatherUnitRows({t.v, p.dtype, p.v}, chunk, p.seqKv, p.headDimV, p.keyLengths, v, stream);
     for (int64_t r0 = 0; r0 < p.seqQ; r0 += chunks_.rowsPerChunk) {
       chunk.firstRow = r0;
       chunk.rows = std::min(chunks_.rowsPerChunk, p.seqQ - r0);

@@ -44,13 +44,22 @@ struct RowKeys {
   int32_t segment;
 };
 
-__device__ inline RowKeys rowKeys(const KeyMask& mask, int64_t n, int64_t seqKv) {
+// The keys batch entry b has: seqKv, or its count of FFPA_ATTENTION_KEY_LENGTHS clamped to [0, seqKv].
+__device__ inline int64_t keysOf(const int32_t* keyLengths, int64_t b, int64_t seqKv) {
+  if (keyLengths == nullptr) return seqKv;
+  return min(seqKv, max(int64_t{0}, int64_t{keyLengths[b]}));
+}
+
+__device__ inline RowKeys rowKeys(const KeyMask& mask, int64_t b, int64_t n, int64_t seqKv) {
   if (mask.slices.slices != nullptr) {
     const int32_t segment = slices::segmentOf(mask.slices.queries, n);
     return {slices::keyHull(mask.slices, segment, n), segment};
   }
-  if (mask.mode == FFPA_CAUSAL_NONE) return {{0, seqKv}, -1};
-  return {{0, max(int64_t{0}, min(seqKv, n + mask.offset + 1))}, -1};
+  const int64_t keys = keysOf(mask.keyLengths, b, seqKv);
+  if (mask.mode == FFPA_CAUSAL_NONE) return {{0, keys}, -1};
+  // The bottom-right diagonal ends at the entry's last key.
+  const int64_t offset = mask.mode == FFPA_CAUSAL_BOTTOM_RIGHT ? mask.offset + keys - seqKv : mask.offset;
+  return {{0, max(int64_t{0}, min(keys, n + offset + 1))}, -1};
 }
 
 __device__ inline bool sees(const KeyMask& mask, const RowKeys& row, int64_t n, int64_t j) {
@@ -106,14 +115,15 @@ __global__ void scatterQueryRowsKernel(const float* src, T* dst, Stride4 s, Chun
 
 template <class T>
 __global__ void gatherUnitRowsKernel(const T* src, Stride4 s, ChunkGeometry g, int64_t seq, int64_t dim,
-                                     float* dst) {
+                                     const int32_t* keyLengths, float* dst) {
   const int64_t total = g.units * seq * dim;
   for (int64_t i = gridStart(); i < total; i += gridStep()) {
     const int64_t d = i % dim;
     const int64_t n = (i / dim) % seq;
     const int64_t unit = g.firstUnit + i / (dim * seq);
     const int64_t b = unit / g.headsKv;
-    dst[i] = toFloat(src[b * s.b + (unit - b * g.headsKv) * s.h + n * s.n + d * s.d]);
+    dst[i] = n < keysOf(keyLengths, b, seq) ? toFloat(src[b * s.b + (unit - b * g.headsKv) * s.h + n * s.n + d * s.d])
+                                            : 0.0f;
   }
 }
 
@@ -138,7 +148,7 @@ __global__ void softmaxRowsKernel(float* scores, ChunkGeometry g, int64_t seqKv,
   for (int64_t rho = blockIdx.x; rho < rows; rho += gridDim.x) {
     float* row = scores + rho * seqKv;
     const RowCoord c = queryRow(g, rho);
-    const RowKeys keys = rowKeys(mask, c.n, seqKv);
+    const RowKeys keys = rowKeys(mask, c.b, c.n, seqKv);
     float rowMax = -INFINITY;
     float visible = 0.0f;  // a count, only ever compared with 0
     for (int64_t j = keys.span.begin + threadIdx.x; j < keys.span.end; j += blockDim.x) {
@@ -174,7 +184,7 @@ __global__ void probabilitiesFromLseKernel(float* scores, ChunkGeometry g, int64
     // Per element: only the slices' own test (segment lookup), not the row's hull as well.
     const bool seen = mask.slices.slices != nullptr
                           ? slices::sees(mask.slices, slices::segmentOf(mask.slices.queries, c.n), c.n, j)
-                          : sees(mask, rowKeys(mask, c.n, seqKv), c.n, j);
+                          : sees(mask, rowKeys(mask, c.b, c.n, seqKv), c.n, j);
     const bool visible = rowLse != -INFINITY && seen;
     scores[i] = visible ? expf(scores[i] - rowLse) : 0.0f;
   }
@@ -231,12 +241,12 @@ void scatterQueryRows(const float* src, const MutableDeviceTensor& dst, const Ch
 }
 
 void gatherUnitRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_t seq, int64_t dim,
-                    float* dst, cudaStream_t stream) {
+                    const int32_t* keyLengths, float* dst, cudaStream_t stream) {
   const int blocks = elementwiseBlocks(chunk.units * seq * dim);
   withElementType(src.dtype, [&](auto tag) {
     using T = ElementOf<decltype(tag)>;
     launchKernel("gatherUnitRowsKernel", gatherUnitRowsKernel<T>, blocks, kThreads, stream,
-                 static_cast<const T*>(src.data), plain(src.strides), chunk, seq, dim, dst);
+                 static_cast<const T*>(src.data), plain(src.strides), chunk, seq, dim, keyLengths, dst);
   });
 }
 

@@ -45,6 +45,9 @@ struct KeyMask {
   ffpaCausalMode_t mode;
   int64_t offset;
   slices::SliceView slices;
+  // FFPA_ATTENTION_KEY_LENGTHS (null: none): batch entry b has keys [0, L_b) only, L_b clamped to
+  // [0, seqKv], and a bottom-right diagonal ends at its last key.
+  const int32_t* keyLengths = nullptr;
 };
 
 // Q or dO rows of the chunk -> fp32 [stacked rows, dim].
@@ -53,9 +56,10 @@ void gatherQueryRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_
 // fp32 [stacked rows, dim] -> O or dQ rows of the chunk, rounded to the tensor's type.
 void scatterQueryRows(const float* src, const MutableDeviceTensor& dst, const ChunkGeometry& chunk,
                       int64_t dim, cudaStream_t stream);
-// K or V of the chunk's units -> fp32 [units, seq, dim].
+// K or V of the chunk's units -> fp32 [units, seq, dim]; with `keyLengths` (KeyMask's), rows from
+// the unit's batch entry's count on are zeros, not read (they may hold NaN).
 void gatherUnitRows(const DeviceTensor& src, const ChunkGeometry& chunk, int64_t seq, int64_t dim,
-                    float* dst, cudaStream_t stream);
+                    const int32_t* keyLengths, float* dst, cudaStream_t stream);
 // fp32 [units, seq, dim] -> dK or dV of the chunk's units.
 void scatterUnitRows(const float* src, const MutableDeviceTensor& dst, const ChunkGeometry& chunk,
                      int64_t seq, int64_t dim, cudaStream_t stream);

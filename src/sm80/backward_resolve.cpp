@@ -53,6 +53,7 @@ BackwardResolution resolveBackward(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
   const Policy& policy = r.policy;
   if (auto why = unservedProblem(problem)) return refuse(notApplicable(*why));
+  if (problem.keyLengths != nullptr) return refuse(notApplicable(kKeyLengthsInForwardOnly));
   // Inputs read by cp.async (16-byte rows) or as 4-byte pairs (O); outputs written as pairs.
   if (auto why = strideProblem({{"Q", problem.q, 8},
                                 {"K", problem.k, 8},

@@ -158,8 +158,11 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && coarseTiling(d.shape, problem.headDimQk, problem.headDimV);
   // A tuned config (or autotune candidate) sets what the caller left at its default.
   // The instance's twin of 64-key tiles, where the build compiles one (instance set of forward_instance_set.h).
+  // (Not with per-batch key lengths, which the 64-key instances do not read: forward_kernel.cuh.)
   const ForwardInstance* wide =
-      findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true);
+      problem.keyLengths != nullptr
+          ? nullptr
+          : findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true);
   d.tileKeysChoice = wide != nullptr;
   std::vector<LaunchParameter> parameters =
       forwardLaunchParameters(c, problem, d.shape, qInRegisters, d.tileKeysChoice);
@@ -261,6 +264,7 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   p.split = KeySplit{};
   if (launch.split.splits > 1) usePartialOutputs(launch.split, problem, workspace, p);
   copyProblemSizes(problem, p);
+  p.keyLengths = problem.keyLengths;  // this kernel reads them
   p.gridDnhb = launch.gridDnhb;
   p.slices = tensors.slices;
   p.rowTiles = nullptr;

@@ -163,22 +163,34 @@ namespace {
 
 // Elements that are not exactly 0 in the rows (third index) for which `selected(row)` holds, over
 // every batch and head of a [B, H, N, D] tensor. NaN counts.
-int64_t nonzero_in_rows(const HostTensor& tensor, const std::function<bool(int64_t)>& selected) {
+int64_t nonzero_in_rows(const HostTensor& tensor, const std::function<bool(int64_t, int64_t)>& selected) {
   const int64_t* d = tensor.layout().dims;
   int64_t count = 0;
   for (int64_t b = 0; b < d[0]; ++b)
     for (int64_t h = 0; h < d[1]; ++h)
       for (int64_t n = 0; n < d[2]; ++n)
-        if (selected(n))
+        if (selected(b, n))
           for (int64_t x = 0; x < d[3]; ++x) count += tensor.get(b, h, n, x) != 0.0;
   return count;
 }
 
-// Per query row: whether it sees no key at all.
+// Per (batch entry, query row): whether the row sees no key at all (with per-batch key lengths,
+// the entries differ), and per (batch entry, key): whether no query sees it.
 std::vector<bool> masked_queries(const AttentionProblem& p) {
-  std::vector<bool> masked(static_cast<size_t>(p.seq_q));
-  for (int64_t row = 0; row < p.seq_q; ++row) masked[static_cast<size_t>(row)] = p.sees_no_key(row);
+  std::vector<bool> masked(static_cast<size_t>(p.batch * p.seq_q));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t row = 0; row < p.seq_q; ++row) {
+      masked[static_cast<size_t>(b * p.seq_q + row)] = p.sees_no_key(row, b);
+    }
   return masked;
+}
+std::vector<bool> unseen_keys(const AttentionProblem& p) {
+  std::vector<bool> unseen(static_cast<size_t>(p.batch * p.seq_kv));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t key = 0; key < p.seq_kv; ++key) {
+      unseen[static_cast<size_t>(b * p.seq_kv + key)] = p.seen_by_no_query(key, b);
+    }
+  return unseen;
 }
 
 void check_gaps(const std::string& context, const std::string& name, const HostTensor& tensor) {
@@ -191,7 +203,7 @@ void check_gaps(const std::string& context, const std::string& name, const HostT
 void check_masked_rows(const std::string& context, const DeviceProblem& problem, bool with_lse) {
   const AttentionProblem& p = problem.config().problem;
   const std::vector<bool> masked = masked_queries(p);
-  const auto masked_query = [&](int64_t row) { return masked[static_cast<size_t>(row)]; };
+  const auto masked_query = [&](int64_t b, int64_t row) { return masked[static_cast<size_t>(b * p.seq_q + row)]; };
   CHECK_MESSAGE(nonzero_in_rows(problem.o.host, masked_query) == 0,
                 context << ": O of a query that sees no key must be exactly 0");
   if (!with_lse) return;
@@ -200,7 +212,7 @@ void check_masked_rows(const std::string& context, const DeviceProblem& problem,
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads_q; ++h)
       for (int64_t i = 0; i < p.seq_q; ++i)
-        if (masked_query(i)) masked_wrong += !(problem.lse.host.get(b, h, i) == p.sink_of(h));
+        if (masked_query(b, i)) masked_wrong += !(problem.lse.host.get(b, h, i) == p.sink_of(h));
   CHECK_MESSAGE(masked_wrong == 0,
                 context << ": LSE of a query that sees no key must be -inf (or its head's sink)");
 }
@@ -251,10 +263,9 @@ void check_backward_outputs(const std::string& context, const DeviceProblem& pro
   }
 
   const std::vector<bool> masked = masked_queries(p);
-  std::vector<bool> unseen(static_cast<size_t>(p.seq_kv));
-  for (int64_t key = 0; key < p.seq_kv; ++key) unseen[static_cast<size_t>(key)] = p.seen_by_no_query(key);
-  const auto masked_query = [&](int64_t row) { return masked[static_cast<size_t>(row)]; };
-  const auto unseen_key = [&](int64_t key) { return unseen[static_cast<size_t>(key)]; };
+  const std::vector<bool> unseen = unseen_keys(p);
+  const auto masked_query = [&](int64_t b, int64_t row) { return masked[static_cast<size_t>(b * p.seq_q + row)]; };
+  const auto unseen_key = [&](int64_t b, int64_t key) { return unseen[static_cast<size_t>(b * p.seq_kv + key)]; };
   CHECK_MESSAGE(nonzero_in_rows(problem.dq.host, masked_query) == 0,
                 context << ": dQ of a query that sees no key must be exactly 0");
   CHECK_MESSAGE(nonzero_in_rows(problem.dk.host, unseen_key) == 0,

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -247,7 +248,7 @@ int64_t masked_row_differences(const DeviceProblem& problem, const HostTensor& r
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads_q; ++h)
       for (int64_t i = 0; i < p.seq_q; ++i) {
-        if (p.visible_keys(i) != 0) continue;
+        if (p.visible_keys(i, b) != 0) continue;
         for (int64_t x = 0; x < p.dim_v; ++x)
           differences += !(problem.o.host.get(b, h, i, x) == reference_o.get(b, h, i, x));
         if (with_lse) differences += !(problem.lse.host.get(b, h, i) == reference_lse.get(b, h, i));
@@ -308,7 +309,9 @@ class Handles {
 
 // One case of the matrix: plan (which must be fast), the reference path, the fast kernel, and
 // their checks on the same inputs.
-void run_fast_case(const Handles& handles, Workspace& workspace, const FastCase& fast_case) {
+// `edit`, if given, changes the inputs after they are filled (and uploads them again).
+void run_fast_case(const Handles& handles, Workspace& workspace, const FastCase& fast_case,
+                   const std::function<void(DeviceProblem&)>& edit = {}) {
   const std::string context = fast_case.to_string();
   INFO(context);  // for an exception thrown by a call
   const ProblemConfig& config = fast_case.test.config;
@@ -316,6 +319,7 @@ void run_fast_case(const Handles& handles, Workspace& workspace, const FastCase&
   if (!runs_on_this_build(context, config.problem.dim_v)) return;
   DeviceProblem problem(config);
   problem.fill_inputs(fast_case.test.start);
+  if (edit) edit(problem);
   const Handle& fast = handles.fast(fast_case.accumulator);
   const std::string kernel = planned_kernel(fast, descriptors_of(problem, with_lse));
   if (!check_fast_kernel(context, kernel)) return;
@@ -839,6 +843,48 @@ TEST_CASE("fast forward: decode and short queries of GQA and MQA, their query he
                     context << ": " << config);
       CHECK_MESSAGE((config.find("key_splits=") != std::string::npos) == row.splits, context << ": " << config);
       run_fast_case(handles, workspace, fast_case);
+    }
+  }
+}
+
+TEST_CASE("fast forward: per-batch key lengths, and NaN in K and V past them") {
+  // FFPA_ATTENTION_KEY_LENGTHS: entries of no key, one key, a partial tile and all keys, counts
+  // out of range (clamped), both causal alignments, GQA decode (its heads as rows, split-KV); on
+  // the mma.sync forward (the Hopper forward leaves them to it), against the reference path and
+  // float64 attention, with NaN in K and V past each entry's keys (never read).
+  struct LengthRow {
+    ShapeRow shape;
+    std::vector<int64_t> lengths;
+  };
+  const LengthRow rows[] = {
+      {{4, 2, 1, 37, 300, 64, 64, CausalMask::none, DType::float16, LayoutKind::bhnd}, {0, 1, 130, 300}},
+      {{3, 2, 2, 70, 200, 128, 96, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bnhd}, {200, 65, 20}},
+      {{3, 4, 2, 50, 150, 320, 320, CausalMask::top_left, DType::float16, LayoutKind::padded_aligned},
+       {-5, 999, 100}},
+      {{2, 8, 1, 1, 2000, 128, 128, CausalMask::none, DType::bfloat16, LayoutKind::bhnd}, {1500, 37}},
+      {{2, 32, 1, 1, 3000, 576, 512, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd}, {3000, 1111}},
+  };
+  Workspace workspace;
+  uint64_t start = 47200;
+  for (const bool hopper : {false, true}) {
+    if (hopper && !hopper_runs_here()) continue;
+    const Handles handles(hopper);
+    for (const LengthRow& row : rows) {
+      FastCase fast_case;
+      fast_case.test = {row.shape.config(), true, start++};
+      fast_case.test.config.problem.key_lengths = row.lengths;
+      fast_case.accumulator = FFPA_ACCUMULATOR_F32;
+      run_fast_case(handles, workspace, fast_case, [](DeviceProblem& problem) {
+        const AttentionProblem& p = problem.config().problem;
+        for (int64_t b = 0; b < p.batch; ++b)
+          for (int64_t h = 0; h < p.heads_kv; ++h)
+            for (int64_t key = p.keys_of(b); key < p.seq_kv; ++key) {
+              problem.k.host.set(b, h, key, key % p.dim_qk, std::numeric_limits<double>::quiet_NaN());
+              problem.v.host.set(b, h, key, key % p.dim_v, std::numeric_limits<double>::quiet_NaN());
+            }
+        problem.k.upload();
+        problem.v.upload();
+      });
     }
   }
 }

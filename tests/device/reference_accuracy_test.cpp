@@ -4,6 +4,8 @@
 
 #include "attention_checks.h"
 
+#include <vector>
+
 using namespace ffpa_tools;
 using namespace device_tests;
 
@@ -40,6 +42,29 @@ TEST_CASE("forward and backward match float64 attention at large head dims (larg
   run_and_check(handle, workspace,
                 {make_config(latent, DType::float16, LayoutKind::bnhd, 0.05), true, 3002},
                 Checked::both);
+}
+
+TEST_CASE("forward and backward with per-batch key lengths match float64 attention") {
+  // FFPA_ATTENTION_KEY_LENGTHS: entries of no key, a partial tile and all keys, a count out of
+  // range; the forward on the fast kernels, the backward on the reference path (dK and dV of the
+  // keys past an entry's count exactly 0).
+  struct LengthCase {
+    AttentionProblem shape;
+    std::vector<int64_t> lengths;
+    DType dtype;
+  };
+  const LengthCase cases[] = {
+      {attention_shape(4, 4, 2, 40, 200, 128, 128, CausalMask::bottom_right), {0, 77, 200, 500}, DType::bfloat16},
+      {attention_shape(3, 2, 1, 1, 900, 512, 512, CausalMask::none), {900, 1, 333}, DType::float16},
+  };
+  Handle handle;
+  Workspace workspace;
+  uint64_t start = 3010;
+  for (const LengthCase& c : cases) {
+    TestCase test{make_config(c.shape, c.dtype, LayoutKind::bhnd, 0.0), true, start++};
+    test.config.problem.key_lengths = c.lengths;
+    run_and_check(handle, workspace, test, Checked::both);
+  }
 }
 
 TEST_SUITE_END();

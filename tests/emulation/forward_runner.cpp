@@ -114,6 +114,9 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   // The case's slices as the library holds them, read by the emulated kernel from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
   if (table) t.problem.slices = table.get();
+  // FFPA_ATTENTION_KEY_LENGTHS: the counts in a buffer of their own, as on the device.
+  std::vector<int32_t> keyLengths(c.shape.key_lengths.begin(), c.shape.key_lengths.end());
+  if (!keyLengths.empty()) t.problem.keyLengths = keyLengths.data();
   bool merged = false;
   const ffpa::AttentionProblem problem = plannedProblem(c, t.problem, &merged);
   ForwardOutcome out;
@@ -151,7 +154,8 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
        {v.data(), v.size_bytes()},
        {t.o.data(), t.o.size_bytes()},
        {t.lse.data(), t.lse.size_bytes()},
-       {workspace.data(), workspace.size() * sizeof(float)}});
+       {workspace.data(), workspace.size() * sizeof(float)},
+       {keyLengths.data(), keyLengths.size() * sizeof(int32_t)}});
   config.scheduleSeed = c.scheduleSeed;
   const std::vector<uint8_t> inputs[] = {bytesOf(q), bytesOf(k), bytesOf(v)};
   twin->run(config, params);
@@ -243,7 +247,7 @@ void checkForward(const AttentionCase& c, const ForwardOutcome& outcome) {
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads_q; ++h) {
       for (int64_t row = 0; row < s.seq_q; ++row) {
-        if (!s.sees_no_key(row)) continue;
+        if (!s.sees_no_key(row, b)) continue;
         bool wrong = c.withLse && outcome.lse.get(b, h, row) != -std::numeric_limits<double>::infinity();
         for (int64_t column = 0; column < s.dim_v; ++column) {
           wrong = wrong || outcome.o.get(b, h, row, column) != 0.0;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,20 @@ void runExpecting(const AttentionCase& c, const std::string& expectedKernel) {
   } catch (const std::exception& e) {
     FAIL_CHECK(c.toString() << "\n  " << std::string(e.what()));
   }
+}
+
+// The case of `shape` with `knobs`, `layout` and an LSE or not, inputs from `start` (fp16 and
+// bf16 alternating with it).
+AttentionCase caseOf(const ffpa_tools::AttentionProblem& shape, const Knobs& knobs, LayoutKind layout, bool withLse,
+                     uint64_t start) {
+  AttentionCase c;
+  c.shape = shape;
+  c.knobs = knobs;
+  c.layout = layout;
+  c.withLse = withLse;
+  c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
+  c.start = start;
+  return c;
 }
 
 }  // namespace
@@ -204,13 +219,7 @@ TEST_CASE("split-KV: few row tiles split their keys into runs, merged as ffpaAtt
   const int largest = largestCompiledHeadDim();
   uint64_t start = 3100;
   for (const SplitCase& s : cases) {
-    AttentionCase c;
-    c.shape = s.shape;
-    c.knobs = s.knobs;
-    c.layout = s.layout;
-    c.withLse = s.withLse;
-    c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
-    c.start = start++;
+    const AttentionCase c = caseOf(s.shape, s.knobs, s.layout, s.withLse, start++);
     if (std::max(s.shape.dim_qk, s.shape.dim_v) > largest) continue;
     runNaming(c, "key_splits=", s.splits, [](const AttentionCase& one) { return runForward(one); });
   }
@@ -225,6 +234,51 @@ TEST_CASE("split-KV: few row tiles split their keys into runs, merged as ffpaAtt
     checkNanRow(nan, outcome, 1, 37);
   } catch (const std::exception& e) {
     FAIL_CHECK(nan.toString() << "\n  " << std::string(e.what()));
+  }
+}
+
+TEST_CASE("per-batch key lengths: each batch entry attends to its own keys, and no key past them is read") {
+  // FFPA_ATTENTION_KEY_LENGTHS: entries of no key, of one, of a partial last tile and of all keys;
+  // counts past Nkv and below 0 (clamped); a bottom-right diagonal at each entry's last key (rows
+  // of a short entry that see no key) and a top-left one; short GQA queries and GQA decode merged
+  // into one row tile per entry and split (the runs past an entry's keys are empty). K and V hold
+  // NaN past each entry's keys.
+  struct LengthCase {
+    ffpa_tools::AttentionProblem shape;
+    std::vector<int64_t> lengths;
+    Knobs knobs;
+    LayoutKind layout;
+    bool withLse;
+    bool splits;
+  };
+  const LengthCase cases[] = {
+      {problem(4, 2, 1, 37, 300, 64, 64, CausalMask::none), {0, 1, 130, 300}, {}, LayoutKind::bhnd, true, true},
+      {problem(3, 2, 2, 70, 200, 128, 96, CausalMask::bottom_right), {200, 65, 20}, {}, LayoutKind::bnhd, true,
+       false},
+      {problem(3, 4, 2, 50, 150, 320, 320, CausalMask::top_left), {-5, 999, 100}, {}, LayoutKind::padded_aligned,
+       false, false},
+      {problem(2, 8, 1, 1, 2000, 128, 128, CausalMask::none), {1500, 37}, {}, LayoutKind::bhnd, true, true},
+      {problem(2, 4, 1, 1, 900, 512, 512, CausalMask::bottom_right), {900, 450}, {{FFPA_POLICY_KEY_SPLITS, 3}},
+       LayoutKind::bnhd, true, true},
+  };
+  const int largest = largestCompiledHeadDim();
+  uint64_t start = 3300;
+  for (const LengthCase& l : cases) {
+    AttentionCase c = caseOf(l.shape, l.knobs, l.layout, l.withLse, start++);
+    c.shape.key_lengths = l.lengths;
+    if (std::max(l.shape.dim_qk, l.shape.dim_v) > largest) continue;
+    const auto nanPastKeys = [&c](ForwardTensors& t) {
+      const ffpa_tools::AttentionProblem& s = c.shape;
+      for (int64_t b = 0; b < s.batch; ++b) {
+        for (int64_t h = 0; h < s.heads_kv; ++h) {
+          for (int64_t key = s.keys_of(b); key < s.seq_kv; ++key) {
+            t.k.set(b, h, key, key % s.dim_qk, std::numeric_limits<double>::quiet_NaN());
+            t.v.set(b, h, key, key % s.dim_v, std::numeric_limits<double>::quiet_NaN());
+          }
+        }
+      }
+    };
+    runNaming(c, "key_splits=", l.splits, [&](const AttentionCase& one) { return runForward(one, nanPastKeys); });
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include "device_fill.h"
 
+#include <algorithm>
+
 namespace ffpa_bench {
 namespace {
 
@@ -93,7 +95,10 @@ std::unique_ptr<Tensor> Tensor::attention(ffpaDataType_t dtype, int64_t b, int64
   const int64_t dims[] = {b, h, n, d};
   const int64_t bhndStrides[] = {h * n * d, n * d, d, 1};
   const int64_t bnhdStrides[] = {n * h * d, d, h * d, 1};
-  return std::unique_ptr<Tensor>(new Tensor(dtype, 4, dims, bnhd ? bnhdStrides : bhndStrides, count));
+  std::unique_ptr<Tensor> tensor(new Tensor(dtype, 4, dims, bnhd ? bnhdStrides : bhndStrides, count));
+  std::copy(dims, dims + 4, tensor->dims_);
+  tensor->bnhd_ = bnhd;
+  return tensor;
 }
 
 std::unique_ptr<Tensor> Tensor::lse(int64_t b, int64_t h, int64_t n, int count) {
@@ -115,6 +120,25 @@ size_t Tensor::bytes() const { return elements_ * elementBytes(dtype_); }
 
 void Tensor::poison(cudaStream_t stream) const {
   for (const auto& copy : copies_) checkCuda(cudaMemsetAsync(copy->get(), 0xff, bytes(), stream), "cudaMemsetAsync");
+}
+
+void Tensor::poisonRowsFrom(const std::vector<int64_t>& rows, cudaStream_t stream) const {
+  const auto [b, h, n, d] = dims_;
+  const size_t element = elementBytes(dtype_);
+  for (const auto& copy : copies_) {
+    for (int64_t batch = 0; batch < b; ++batch) {
+      const int64_t first = rows.at(static_cast<size_t>(batch));
+      if (first >= n) continue;
+      for (int64_t head = 0; head < h; ++head) {
+        // Row `first` of (batch, head), and the stride between rows.
+        const int64_t at = bnhd_ ? (batch * n + first) * h + head : (batch * h + head) * n + first;
+        char* start = static_cast<char*>(copy->get()) + static_cast<size_t>(at * d) * element;
+        checkCuda(cudaMemset2DAsync(start, static_cast<size_t>((bnhd_ ? h * d : d)) * element, 0xff,
+                                    static_cast<size_t>(d) * element, static_cast<size_t>(n - first), stream),
+                  "cudaMemset2DAsync");
+      }
+    }
+  }
 }
 
 void Tensor::fillUniform(uint64_t seed, float range, cudaStream_t stream) const {

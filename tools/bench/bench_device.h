@@ -122,11 +122,16 @@ class Tensor {
   void poison(cudaStream_t stream) const;
   // Uniform values in [-range, range), a different set per copy, reproducible from `seed`.
   void fillUniform(uint64_t seed, float range, cudaStream_t stream) const;
+  // NaN (every byte 0xFF) in the rows of each batch entry b from rows[b] on, in every copy of an
+  // attention tensor: with the entries' key counts, keys that no kernel may read.
+  void poisonRowsFrom(const std::vector<int64_t>& rows, cudaStream_t stream) const;
 
  private:
   Tensor(ffpaDataType_t dtype, int nbDims, const int64_t* dims, const int64_t* strides, int count);
   Owned<ffpaTensorStruct> desc_{nullptr, ffpaDestroyTensorDescriptor};
   ffpaDataType_t dtype_;
+  int64_t dims_[4] = {1, 1, 1, 1};  // [B, H, N, D] of an attention tensor
+  bool bnhd_ = false;
   size_t elements_ = 1;
   std::vector<std::unique_ptr<DeviceMemory>> copies_;
 };

@@ -118,6 +118,12 @@ Options parseOptions(const std::vector<std::string>& args) {
     else if (arg == "--N") o.seqQ = parseInt(arg, value(), 1, int64_t{1} << 30), shapeGiven = true;
     else if (arg == "--Nkv") o.seqKv = parseInt(arg, value(), 1, int64_t{1} << 30), shapeGiven = true;
     else if (arg == "--varlen") o.varlen = parseLengths(value());
+    else if (arg == "--key-lengths") {
+      o.keyLengths.clear();
+      for (const std::string& part : split(value(), ',')) {
+        o.keyLengths.push_back(parseInt(arg, part, 0, int64_t{1} << 30));
+      }
+    }
     else if (arg == "--merge") o.merge = static_cast<int>(parseInt(arg, value(), 1, FFPA_MAX_MERGE_PARTIALS));
     else if (arg == "--D") o.headDims = parseHeadDims(value());
     else if (arg == "--Dv") o.headDimV = parseInt(arg, value(), 1, FFPA_MAX_HEAD_DIM);
@@ -177,10 +183,34 @@ Options parseOptions(const std::vector<std::string>& args) {
   if (o.headsKv == 0) o.headsKv = o.heads;
   if (o.heads % o.headsKv != 0) bad("--Hkv", std::to_string(o.headsKv), "a divisor of --H");
   if (o.seqKv == 0) o.seqKv = o.seqQ;
+  if (!o.keyLengths.empty()) {
+    if (!o.varlen.empty() || o.merge > 0) {
+      throw std::invalid_argument("--key-lengths gives the keys of each batch entry: not with --varlen or --merge");
+    }
+    if (o.keyLengths.size() == 1) o.keyLengths.assign(static_cast<size_t>(o.batch), o.keyLengths.front());
+    if (static_cast<int64_t>(o.keyLengths.size()) != o.batch) {
+      bad("--key-lengths", std::to_string(o.keyLengths.size()) + " values", "one value, or one per batch entry (--B)");
+    }
+    for (const int64_t keys : o.keyLengths) {
+      if (keys > o.seqKv) bad("--key-lengths", std::to_string(keys), "counts from 0 to Nkv");
+    }
+  }
   if (sweepVariants(o).empty()) {
     bad("--acc", "", "f32 with --dtype bf16 (the fp16-accumulation modes need --dtype f16)");
   }
   return o;
+}
+
+double visiblePairs(const Options& o, int64_t b) {
+  if (o.keyLengths.empty()) {
+    return double(o.seqQ) * double(o.seqKv) * (o.causal == FFPA_CAUSAL_NONE ? 1.0 : 0.5);
+  }
+  const int64_t keys = o.keyLengths.at(static_cast<size_t>(b));
+  if (o.causal == FFPA_CAUSAL_NONE) return double(o.seqQ) * double(keys);
+  double pairs = 0;
+  const int64_t offset = o.causal == FFPA_CAUSAL_BOTTOM_RIGHT ? keys - o.seqQ : 0;
+  for (int64_t i = 0; i < o.seqQ; ++i) pairs += double(std::clamp<int64_t>(i + offset + 1, 0, keys));
+  return pairs;
 }
 
 std::vector<Variant> sweepVariants(const Options& o) {
@@ -213,6 +243,9 @@ fp16, no mask, every accumulator mode.
   --varlen LIST one packed batch of sequences of these lengths (512,2048 or 512x16 or both):
                 B = 1, N = Nkv = their sum, one attention slice per sequence (causal unless
                 --causal none); --layout bnhd is the packed [tokens, H, D] layout
+  --key-lengths LIST  the keys of each batch entry (FFPA_ATTENTION_KEY_LENGTHS: a KV cache filled
+                to another length in each sequence): one count for every entry or B of them,
+                each 0 to Nkv; the keys past them hold NaN, which no kernel may read
   --merge P     time ffpaAttentionMerge of P partial results (1 to 32) of [B, H, N, D] each,
                 fp32 LSE in and out, against cudaMemcpy of as many bytes in the same run
                 (with --B --H --N --D --dtype --layout only)
@@ -232,7 +265,8 @@ fp16, no mask, every accumulator mode.
   --help        this text
 
 TFLOPS count 2*B*Hq*Nq*Nkv*(Dqk+Dv) per forward, halved with a causal mask; with --varlen,
-2*Hq*pairs*(Dqk+Dv) for the (query, key) pairs the slices let attend. --merge reports GB/s of
+2*Hq*pairs*(Dqk+Dv) for the (query, key) pairs the slices let attend, with --key-lengths for
+those each batch entry's keys and mask let attend. --merge reports GB/s of
 the bytes it reads and writes ((P + 1) * (O + LSE)); cudaMemcpy of half as many bytes moves as
 many (it reads and writes each), and "of memcpy" is the merge's share of the copy's bandwidth.
 Exit status: 0 done, 1 a check or a call failed, 2 bad options, 77 no usable GPU.

@@ -24,6 +24,9 @@ struct Options {
   // --varlen: the sequence lengths of one packed batch (then B = 1 and N = Nkv = their sum, and
   // the mask is one slice per sequence, causal when --causal is not none); empty: dense.
   std::vector<int64_t> varlen;
+  // --key-lengths: the keys of each batch entry (FFPA_ATTENTION_KEY_LENGTHS; one value for all, or
+  // B of them, each 0..Nkv); empty: every entry has Nkv keys.
+  std::vector<int64_t> keyLengths;
   // --merge: time ffpaAttentionMerge of this many partial results of the shape ([B, Hq, Nq, D]
   // each, with their LSE) against cudaMemcpy of as many bytes; 0: attention.
   int merge = 0;
@@ -50,6 +53,11 @@ std::vector<int64_t> parseHeadDims(const std::string& text);
 
 // "512,2048" or "512x16" (16 sequences of 512) or a mix: "8192,512x16".
 std::vector<int64_t> parseLengths(const std::string& text);
+
+// The (query, key) pairs batch entry b of `o` lets attend with a mask (not --varlen): Nq x its
+// keys, or under a causal mask half the square (as the FFPA tables count it) without
+// --key-lengths and the exact count of the mask with them.
+double visiblePairs(const Options& o, int64_t b);
 
 // The (dtype, accumulator) pairs of a sweep, dtypes first. The fp16-accumulation modes exist for
 // fp16 inputs only (bf16 has no fp16 accumulation), so bf16 gets f32 whatever --acc lists.

@@ -102,6 +102,29 @@ TEST_CASE("--varlen: lengths with repeats make one packed batch of their sum") {
   CHECK(errorOf({"--B", "2", "--varlen", "512"}).find("drop --B, --N and --Nkv") != std::string::npos);
 }
 
+TEST_CASE("--key-lengths: the keys of each batch entry, one count for all or B of them") {
+  const Options o = parseOptions({"--B", "3", "--N", "1", "--Nkv", "4096", "--key-lengths", "4096,1,0"});
+  CHECK(o.keyLengths == std::vector<int64_t>{4096, 1, 0});
+  CHECK(visiblePairs(o, 0) == 4096.0);
+  CHECK(visiblePairs(o, 2) == 0.0);
+  const Options all = parseOptions({"--B", "2", "--key-lengths", "100"});
+  CHECK(all.keyLengths == std::vector<int64_t>{100, 100});
+  // Exact pairs under a mask with counts: 10 queries, 6 keys, bottom-right (the last 6 queries
+  // see 1..6 keys: 21 pairs) and top-left (queries 0..5 see 1..6, the rest 6: 21 + 24).
+  const Options causal =
+      parseOptions({"--B", "1", "--N", "10", "--Nkv", "20", "--key-lengths", "6", "--causal", "bottom-right"});
+  CHECK(visiblePairs(causal, 0) == 21.0);
+  const Options topLeft =
+      parseOptions({"--B", "1", "--N", "10", "--Nkv", "20", "--key-lengths", "6", "--causal", "top-left"});
+  CHECK(visiblePairs(topLeft, 0) == 45.0);
+  // Without counts, the tables' convention: half the square under a mask.
+  CHECK(visiblePairs(parseOptions({"--N", "10", "--causal", "top-left"}), 0) == 50.0);
+  CHECK(errorOf({"--B", "3", "--key-lengths", "1,2"}).find("one value, or one per batch entry") != std::string::npos);
+  CHECK(errorOf({"--N", "100", "--key-lengths", "101"}).find("counts from 0 to Nkv") != std::string::npos);
+  CHECK(errorOf({"--key-lengths", "-1"}).find("--key-lengths") == 0);
+  CHECK(errorOf({"--varlen", "512", "--key-lengths", "5"}).find("not with --varlen") != std::string::npos);
+}
+
 TEST_CASE("--merge: P partial results of the shape, the attention-only options refused") {
   const Options o = parseOptions({"--merge", "8", "--H", "16", "--N", "4096", "--D", "512", "--dtype", "bf16"});
   CHECK(o.merge == 8);

@@ -71,9 +71,13 @@ struct Problem {
         attn(slices ? FFPA_CAUSAL_NONE : o.causal, slices.get()) {
     // The forward's FLOPs: over the pairs the mask lets attend (half the square under a causal
     // mask, as the FFPA tables count it).
-    const double pairs = slices ? double(slices->visiblePairs())
-                                : double(o.seqQ) * o.seqKv * (o.causal == FFPA_CAUSAL_NONE ? 1.0 : 0.5);
-    forwardFlops = 2.0 * o.batch * o.heads * pairs * double(d + dv);
+    double pairs = 0;  // summed over the batch
+    if (slices) {
+      pairs = double(slices->visiblePairs()) * double(o.batch);
+    } else {
+      for (int64_t b = 0; b < o.batch; ++b) pairs += visiblePairs(o, b);
+    }
+    forwardFlops = 2.0 * o.heads * pairs * double(d + dv);
     q = Tensor::attention(dtype, o.batch, o.heads, o.seqQ, d, o.bnhd, o.rotate);
     k = Tensor::attention(dtype, o.batch, o.headsKv, o.seqKv, d, o.bnhd, o.rotate);
     v = Tensor::attention(dtype, o.batch, o.headsKv, o.seqKv, dv, o.bnhd, o.rotate);
@@ -83,6 +87,18 @@ struct Problem {
     q->fillUniform(11, 2.0f, stream);
     k->fillUniform(23, 2.0f, stream);
     v->fillUniform(37, 1.0f, stream);
+    if (!o.keyLengths.empty()) {
+      // The counts on the device, attached; NaN in K and V past them, which no kernel may read.
+      const std::vector<int32_t> counts(o.keyLengths.begin(), o.keyLengths.end());
+      keyLengths = std::make_unique<DeviceMemory>(counts.size() * sizeof(int32_t));
+      checkCuda(cudaMemcpy(keyLengths->get(), counts.data(), counts.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
+                "cudaMemcpy");
+      const int32_t* device = static_cast<const int32_t*>(keyLengths->get());
+      check(ffpaSetAttentionAttribute(attn.get(), FFPA_ATTENTION_KEY_LENGTHS, &device, sizeof device),
+            "ffpaSetAttentionAttribute(FFPA_ATTENTION_KEY_LENGTHS)");
+      k->poisonRowsFrom(o.keyLengths, stream);
+      v->poisonRowsFrom(o.keyLengths, stream);
+    }
     if (o.check) expected = Tensor::attention(dtype, o.batch, o.heads, o.seqQ, dv, o.bnhd, 1);
     if (o.backward) {
       dO = Tensor::attention(dtype, o.batch, o.heads, o.seqQ, dv, o.bnhd, o.rotate);
@@ -152,6 +168,7 @@ struct Problem {
   ffpaDataType_t dtype;
   std::unique_ptr<AttentionSlices> slices;  // --varlen only
   AttentionDescriptor attn;
+  std::unique_ptr<DeviceMemory> keyLengths;  // --key-lengths only: the counts the calls read
   double forwardFlops = 0;
   std::unique_ptr<Tensor> q, k, v, out, lse, expected, dO, dq, dk, dvGrad;
 };
@@ -353,6 +370,10 @@ std::string describeRun(const Options& o) {
          << " causal=" << causalName(o.causal);
   }
   if (!o.varlen.empty()) text << " varlen=" << o.varlen.size() << " sequences (one slice each)";
+  if (!o.keyLengths.empty()) {
+    text << " key_lengths=";
+    for (size_t b = 0; b < o.keyLengths.size(); ++b) text << (b ? "," : "") << o.keyLengths[b];
+  }
   text << " layout=" << (o.bnhd ? "bnhd" : "bhnd") << "; median and min of "
        << o.iters << " calls after " << o.warmup << " warm-up, " << o.rotate << " input sets in turn\n\n";
   return text.str();

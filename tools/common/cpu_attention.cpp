@@ -53,13 +53,13 @@ void add_scaled(double* out, double factor, const double* x, int64_t n) {
 // The softmax of one query row over the keys it sees (and the sink, when finite):
 //   p[j] = times_seen(row, j) * exp(scale * q . k_j - lse), 0 for the masked keys.
 // p has Nkv entries. Returns lse, or -inf (and p all 0) for a fully masked row without a sink.
-double row_probabilities(const AttentionProblem& problem, int64_t row, const double* q_row,
+double row_probabilities(const AttentionProblem& problem, int64_t batch, int64_t row, const double* q_row,
                          const double* k_head, std::vector<double>& p, double sink) {
   p.assign(static_cast<size_t>(problem.seq_kv), 0.0);
   std::vector<int> seen(static_cast<size_t>(problem.seq_kv));
   bool any = false;
   for (int64_t j = 0; j < problem.seq_kv; ++j) {
-    seen[j] = problem.times_seen(row, j);
+    seen[j] = problem.times_seen(row, j, batch);
     any = any || seen[j] > 0;
   }
   if (!any) return sink;
@@ -155,30 +155,36 @@ double AttentionProblem::sink_of(int64_t query_head) const {
   return sinks.empty() ? kMinusInfinity : sinks.at(static_cast<size_t>(query_head));
 }
 
-int64_t AttentionProblem::visible_keys(int64_t row) const {
-  int64_t last_visible = seq_kv - 1;  // the index of the last key query `row` sees
-  if (causal == CausalMask::top_left) last_visible = row;
-  if (causal == CausalMask::bottom_right) last_visible = row + seq_kv - seq_q;
-  return std::clamp<int64_t>(last_visible + 1, 0, seq_kv);
+int64_t AttentionProblem::keys_of(int64_t batch) const {
+  if (key_lengths.empty()) return seq_kv;
+  return std::clamp<int64_t>(key_lengths.at(static_cast<size_t>(batch)), 0, seq_kv);
 }
 
-int AttentionProblem::times_seen(int64_t row, int64_t key) const {
-  if (slices.empty()) return key < visible_keys(row) ? 1 : 0;
+int64_t AttentionProblem::visible_keys(int64_t row, int64_t batch) const {
+  const int64_t keys = keys_of(batch);
+  int64_t last_visible = keys - 1;  // the index of the last key query `row` sees
+  if (causal == CausalMask::top_left) last_visible = row;
+  if (causal == CausalMask::bottom_right) last_visible = row + keys - seq_q;
+  return std::clamp<int64_t>(last_visible + 1, 0, keys);
+}
+
+int AttentionProblem::times_seen(int64_t row, int64_t key, int64_t batch) const {
+  if (slices.empty()) return key < visible_keys(row, batch) ? 1 : 0;
   int times = 0;
   for (const Slice& s : slices) times += slice_sees(s, row, key) ? 1 : 0;
   return times;
 }
 
-bool AttentionProblem::sees_no_key(int64_t row) const {
+bool AttentionProblem::sees_no_key(int64_t row, int64_t batch) const {
   for (int64_t key = 0; key < seq_kv; ++key) {
-    if (times_seen(row, key) > 0) return false;
+    if (times_seen(row, key, batch) > 0) return false;
   }
   return true;
 }
 
-bool AttentionProblem::seen_by_no_query(int64_t key) const {
+bool AttentionProblem::seen_by_no_query(int64_t key, int64_t batch) const {
   for (int64_t row = 0; row < seq_q; ++row) {
-    if (times_seen(row, key) > 0) return false;
+    if (times_seen(row, key, batch) > 0) return false;
   }
   return true;
 }
@@ -189,13 +195,17 @@ std::string AttentionProblem::to_string() const {
        << " Nkv=" << seq_kv << " Dqk=" << dim_qk << " Dv=" << dim_v
        << " causal=" << causal_name(causal) << " scale=" << scale;
   if (!slices.empty()) text << " slices=" << slices.size();
+  if (!key_lengths.empty()) {
+    text << " key_lengths=";
+    for (size_t b = 0; b < key_lengths.size(); ++b) text << (b ? "," : "") << key_lengths[b];
+  }
   return text.str();
 }
 
 double attention_row(const AttentionProblem& problem, int64_t row, const double* q_row,
-                     const double* k_head, const double* v_head, double* o_row, double sink) {
+                     const double* k_head, const double* v_head, double* o_row, double sink, int64_t batch) {
   std::vector<double> p;
-  const double lse = row_probabilities(problem, row, q_row, k_head, p, sink);
+  const double lse = row_probabilities(problem, batch, row, q_row, k_head, p, sink);
   std::fill(o_row, o_row + problem.dim_v, 0.0);
   for (int64_t j = 0; j < problem.seq_kv; ++j) {
     if (p[j] != 0.0) add_scaled(o_row, p[j], v_head + j * problem.dim_v, problem.dim_v);
@@ -206,13 +216,13 @@ double attention_row(const AttentionProblem& problem, int64_t row, const double*
 double attention_row_backward(const AttentionProblem& problem, int64_t row, const double* q_row,
                               const double* k_head, const double* v_head, const double* do_row,
                               const double* o_row, double* dq_row, double* dk_head, double* dv_head,
-                              double sink) {
+                              double sink, int64_t batch) {
   // With s = scale * q . k_j, p = softmax(s) and O = sum_j p_j v_j:
   //   dV_j += p_j dO            dP_j = dO . v_j           delta = sum_j p_j dP_j  (= dO . O)
   //   dS_j = p_j (dP_j - delta) dQ = scale sum_j dS_j k_j  dK_j += scale dS_j q
   // A sink is one more score with a value of 0: its dP is 0, so dS_sink = -p_sink delta.
   std::vector<double> p;
-  const double lse = row_probabilities(problem, row, q_row, k_head, p, sink);
+  const double lse = row_probabilities(problem, batch, row, q_row, k_head, p, sink);
   std::vector<double> dp(static_cast<size_t>(problem.seq_kv), 0.0);
   double delta = 0.0;
   for (int64_t j = 0; j < problem.seq_kv; ++j) {
@@ -250,7 +260,7 @@ void attention_forward(const AttentionProblem& problem, const std::vector<double
     for (int64_t i = 0; i < p.seq_q; ++i) {
       const double* q_row = q.data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_qk) + i * p.dim_qk;
       double* o_row = o->data() + head_offset(b, h, p.heads_q, p.seq_q, p.dim_v) + i * p.dim_v;
-      const double row_lse = attention_row(p, i, q_row, k_head, v_head, o_row, p.sink_of(h));
+      const double row_lse = attention_row(p, i, q_row, k_head, v_head, o_row, p.sink_of(h), b);
       if (lse) (*lse)[head_offset(b, h, p.heads_q, p.seq_q, 1) + i] = row_lse;
     }
   });
@@ -286,7 +296,7 @@ void attention_backward(const AttentionProblem& problem, const std::vector<doubl
         sink_part += attention_row_backward(p, i, q.data() + q_at, k.data() + k_at, v.data() + v_at,
                                             d_o.data() + o_at, o ? o->data() + o_at : nullptr,
                                             dq->data() + q_at, dk->data() + k_at, dv->data() + v_at,
-                                            p.sink_of(h));
+                                            p.sink_of(h), b);
       }
     }
   });

@@ -52,16 +52,23 @@ struct AttentionProblem {
   // gives it (a key given twice counts twice, as the formula says: libffpa rejects such lists).
   std::vector<Slice> slices;
 
+  // Per-batch key counts (FFPA_ATTENTION_KEY_LENGTHS): when not empty, batch entry b has keys
+  // [0, keys_of(b)) only, and a bottom-right diagonal ends at its last key.
+  std::vector<int64_t> key_lengths;
+
   // The sink logit of a query head; -inf (no sink) when there are none.
   double sink_of(int64_t query_head) const;
 
   int64_t kv_head_of(int64_t query_head) const { return query_head / (heads_q / heads_kv); }
-  // Without slices, query `row` sees keys [0, visible_keys(row)); 0 means a fully masked row.
-  int64_t visible_keys(int64_t row) const;
+  // The keys of batch entry `batch`: seq_kv, or its count of key_lengths clamped to [0, seq_kv].
+  int64_t keys_of(int64_t batch) const;
+  // Without slices, query `row` of batch entry `batch` sees keys [0, visible_keys(row, batch));
+  // 0 means a fully masked row.
+  int64_t visible_keys(int64_t row, int64_t batch = 0) const;
   // How many times query `row` sees `key` (0 or 1 but for doubled slices), any mask.
-  int times_seen(int64_t row, int64_t key) const;
-  bool sees_no_key(int64_t row) const;
-  bool seen_by_no_query(int64_t key) const;
+  int times_seen(int64_t row, int64_t key, int64_t batch = 0) const;
+  bool sees_no_key(int64_t row, int64_t batch = 0) const;
+  bool seen_by_no_query(int64_t key, int64_t batch = 0) const;
   std::string to_string() const;  // "B=1 Hq=4 Hkv=2 Nq=7 Nkv=100 Dqk=40 Dv=24 causal=none ..."
 };
 
@@ -79,9 +86,10 @@ inline double default_scale(int64_t dim_qk) {
 // Returns the log-sum-exp of the scaled scores; a fully masked row gets -inf and o_row = 0.
 // With a finite `sink` logit, the sink joins the softmax denominator: O shrinks by the sink's
 // share, and a fully masked row gets the sink as its log-sum-exp.
+// `batch`: the row's batch entry (its key count, with key_lengths).
 double attention_row(const AttentionProblem& problem, int64_t row, const double* q_row,
                      const double* k_head, const double* v_head, double* o_row,
-                     double sink = -std::numeric_limits<double>::infinity());
+                     double sink = -std::numeric_limits<double>::infinity(), int64_t batch = 0);
 
 // The gradients of one query row, for the loss sum(O * dO).
 //   q_row [Dqk], k_head [Nkv, Dqk], v_head [Nkv, Dv], do_row [Dv]  ->  dq_row [Dqk]
@@ -93,7 +101,7 @@ double attention_row(const AttentionProblem& problem, int64_t row, const double*
 double attention_row_backward(const AttentionProblem& problem, int64_t row, const double* q_row,
                               const double* k_head, const double* v_head, const double* do_row,
                               const double* o_row, double* dq_row, double* dk_head, double* dv_head,
-                              double sink = -std::numeric_limits<double>::infinity());
+                              double sink = -std::numeric_limits<double>::infinity(), int64_t batch = 0);
 
 // Whole tensors, shapes as at the top of this file. `lse` may be null.
 void attention_forward(const AttentionProblem& problem, const std::vector<double>& q,

@@ -244,7 +244,16 @@ DeviceProblem::DeviceProblem(const ProblemConfig& c)
       dq(c.dtype, q.host.layout()),
       dk(c.dtype, k.host.layout()),
       dv(c.dtype, v.host.layout()),
-      config_(c) {}
+      config_(c) {
+  // Per-batch key counts (FFPA_ATTENTION_KEY_LENGTHS) on the device, attached for good.
+  if (c.problem.key_lengths.empty()) return;
+  const std::vector<int32_t> counts(c.problem.key_lengths.begin(), c.problem.key_lengths.end());
+  key_lengths_ = DeviceBuffer(counts.size() * sizeof(int32_t));
+  key_lengths_.upload(counts.data(), counts.size() * sizeof(int32_t));
+  const int32_t* device_counts = static_cast<const int32_t*>(key_lengths_.get());
+  check(ffpaSetAttentionAttribute(attention.get(), FFPA_ATTENTION_KEY_LENGTHS, &device_counts, sizeof device_counts),
+        "ffpaSetAttentionAttribute(FFPA_ATTENTION_KEY_LENGTHS)");
+}
 
 void DeviceProblem::attach_slices(const Handle& handle) {
   if (config_.problem.slices.empty()) return;

@@ -206,6 +206,7 @@ class DeviceProblem {
  private:
   ProblemConfig config_;
   std::unique_ptr<AttentionSlices> slices_;
+  DeviceBuffer key_lengths_;  // config().problem.key_lengths as int32, attached to `attention`
 };
 
 }  // namespace ffpa_tools

@@ -84,6 +84,13 @@ func TestWorkspaceSizesAndPlans(t *testing.T) {
 	if _, err := h.ForwardWorkspaceSize(g); err != nil {
 		t.Errorf("GQA problem: %v", err)
 	}
+
+	// Key counts per batch entry: a device address, which planning never reads; the plan says so.
+	g.Attention.KeyLengths = 0x7f0000001000
+	kplan, err := h.DescribeForwardPlan(g)
+	if err != nil || !strings.Contains(kplan, "key_lengths") {
+		t.Errorf("plan with key lengths (%v):\n%s", err, kplan)
+	}
 }
 
 func TestProblemErrors(t *testing.T) {

@@ -105,6 +105,10 @@ type AttentionDesc struct {
 	// Causal, or Slices (global token positions, up to ranks * n), is the mask
 	// over the whole sequence.
 	ContextParallel *ContextParallel
+	// KeyLengths, when not 0, is the device address of B int32 key counts, one
+	// per batch entry: entry b attends to keys [0, L_b) only (a KV cache filled
+	// to another length in each sequence). Read on the device by each call.
+	KeyLengths uintptr
 }
 
 // descriptors holds the C descriptors of one call, so that every one is
@@ -176,6 +180,14 @@ func (s *descriptors) attention(a *AttentionDesc) (C.ffpaAttentionDescriptor_t, 
 	st := C.ffpaSetAttentionAttribute(s.attn, C.FFPA_ATTENTION_CAUSAL_MODE, unsafe.Pointer(&mode), C.size_t(unsafe.Sizeof(mode)))
 	if err := errorOf(st); err != nil {
 		return nil, err
+	}
+	if a.KeyLengths != 0 {
+		// The address travels as the pointer-sized value the library expects.
+		counts := C.uintptr_t(a.KeyLengths)
+		st := C.ffpaSetAttentionAttribute(s.attn, C.FFPA_ATTENTION_KEY_LENGTHS, unsafe.Pointer(&counts), C.size_t(unsafe.Sizeof(counts)))
+		if err := errorOf(st); err != nil {
+			return nil, err
+		}
 	}
 	if a.Slices != nil {
 		if a.Slices.s == nil {

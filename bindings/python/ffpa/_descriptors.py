@@ -130,6 +130,18 @@ class AttentionDesc(Owned):
     def causal(self, value):
         self._set(t.ATTENTION_CAUSAL_MODE, ctypes.c_int32(causal_mode(value)))
 
+    @property
+    def key_lengths(self):
+        """The device address of ``B`` int32 key counts, one per batch entry (entry ``b`` sees keys
+        ``[0, L_b)`` only; FFPA_ATTENTION_KEY_LENGTHS), or None (every entry has all keys). Set it
+        from the address of a device buffer (an ``int``, e.g. ``tensor.data_ptr()`` of a CUDA
+        int32 tensor), or None to detach it."""
+        return self._get(t.ATTENTION_KEY_LENGTHS, ctypes.c_void_p()) or None
+
+    @key_lengths.setter
+    def key_lengths(self, address):
+        self._set(t.ATTENTION_KEY_LENGTHS, ctypes.c_void_p(address or None))
+
     def set_slices(self, slices):
         """Attaches the current list of an :class:`AttentionSlices` as the mask (the causal mode
         must then be NONE), or detaches it with None. The descriptor keeps the list it was given:

@@ -121,6 +121,7 @@ class Knob(enum.IntEnum):
 # Attributes of an attention descriptor (ffpaAttentionAttribute_t).
 ATTENTION_SOFTMAX_SCALE = 0
 ATTENTION_CAUSAL_MODE = 1
+ATTENTION_KEY_LENGTHS = 2
 
 MAX_HEAD_DIM = 1024
 MAX_TENSOR_DIMS = 4

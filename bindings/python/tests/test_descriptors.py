@@ -62,6 +62,15 @@ def test_attention_attributes():
         assert caught.value.status is ffpa.Status.BAD_PARAM_OUT_OF_BOUND
 
 
+def test_attention_key_lengths():
+    attn = ffpa.AttentionDesc()
+    assert attn.key_lengths is None
+    attn.key_lengths = 0x7F0000001000  # a device address; planning never reads the counts
+    assert attn.key_lengths == 0x7F0000001000
+    attn.key_lengths = None
+    assert attn.key_lengths is None
+
+
 @pytest.mark.parametrize("value, mode", [
     (False, ffpa.CausalMode.NONE), (None, ffpa.CausalMode.NONE),
     (True, ffpa.CausalMode.TOP_LEFT), ("top_left", ffpa.CausalMode.TOP_LEFT),

@@ -120,6 +120,7 @@ def test_enumerations_match_the_header(header_text, c_name):
 def test_attention_attributes_and_limits_match_the_header(header_text):
     assert f"FFPA_ATTENTION_SOFTMAX_SCALE = {_types.ATTENTION_SOFTMAX_SCALE}," in header_text
     assert f"FFPA_ATTENTION_CAUSAL_MODE = {_types.ATTENTION_CAUSAL_MODE}," in header_text
+    assert f"FFPA_ATTENTION_KEY_LENGTHS = {_types.ATTENTION_KEY_LENGTHS}," in header_text
     assert f"#define FFPA_MAX_HEAD_DIM {ffpa.MAX_HEAD_DIM}\n" in header_text
     assert f"#define FFPA_MAX_TENSOR_DIMS {_types.MAX_TENSOR_DIMS}\n" in header_text
     assert f"#define FFPA_MAX_MERGE_PARTIALS {ffpa.MAX_MERGE_PARTIALS}\n" in header_text

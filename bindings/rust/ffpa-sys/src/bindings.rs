@@ -1205,6 +1205,23 @@ impl ffpaAttentionAttribute {
     pub const FFPA_ATTENTION_CAUSAL_MODE: ffpaAttentionAttribute = ffpaAttentionAttribute(1);
 }
 impl ffpaAttentionAttribute {
+    #[doc = " `const int32_t*`, default NULL (every batch entry has all `Nkv` keys): a device pointer to"]
+    #[doc = "  `B` key counts, one per batch entry; batch entry `b` attends to keys `[0, L_b)` of K and V"]
+    #[doc = "  only (a KV cache filled to another length in each sequence: FlashAttention's `seqused_k`,"]
+    #[doc = "  cuDNN's padding mask on the keys). The value passed is the address of the pointer, its size"]
+    #[doc = "  `sizeof(const int32_t*)`; NULL detaches the counts. Each execute call reads the counts on"]
+    #[doc = "  the device, in stream order, so they may change between calls that share the pointer (in a"]
+    #[doc = "  CUDA graph, say); the pointer must stay valid while calls that use it run. A count below 0"]
+    #[doc = "  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on are never read: they may hold"]
+    #[doc = "  anything, NaN included. Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's"]
+    #[doc = "  last key (query `i` sees key `j` when `j <= i + L_b - Nq`). A query that sees no key gets"]
+    #[doc = "  O = 0 and a log-sum-exp of -infinity. Not with attention slices (whose key ranges say"]
+    #[doc = "  which keys each sequence has) or context parallelism. The forward runs on the `mma.sync`"]
+    #[doc = "  kernels (on every GPU, the Hopper forward not included) or the reference path, the"]
+    #[doc = "  backward on the reference path."]
+    pub const FFPA_ATTENTION_KEY_LENGTHS: ffpaAttentionAttribute = ffpaAttentionAttribute(2);
+}
+impl ffpaAttentionAttribute {
     #[doc = " @cond FFPA_INTERNAL"]
     pub const FFPA_ATTENTION_FORCE_INT32: ffpaAttentionAttribute =
         ffpaAttentionAttribute(2147483647);

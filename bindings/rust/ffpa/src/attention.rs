@@ -62,6 +62,21 @@ impl AttentionDesc {
         CausalMode::from_c(sys::ffpaCausalMode(mode as u32))
     }
 
+    /// Sets the device address of `B` `i32` key counts, one per batch entry (entry `b` attends to
+    /// keys `[0, L_b)` only: a KV cache filled to another length in each sequence), or detaches
+    /// them with a null pointer. The library reads the counts on the device at each call; they
+    /// must stay valid while calls that use them run.
+    pub fn set_key_lengths(&mut self, counts: *const i32) -> Result<()> {
+        self.set(sys::ffpaAttentionAttribute::FFPA_ATTENTION_KEY_LENGTHS, &counts)
+    }
+
+    /// The device address of the key counts, or null when every batch entry has all keys.
+    pub fn key_lengths(&self) -> Result<*const i32> {
+        let mut counts: *const i32 = std::ptr::null();
+        self.get(sys::ffpaAttentionAttribute::FFPA_ATTENTION_KEY_LENGTHS, &mut counts)?;
+        Ok(counts)
+    }
+
     /// [`set_scale`](AttentionDesc::set_scale), for chaining after [`new`](AttentionDesc::new).
     pub fn with_scale(mut self, scale: f32) -> Result<AttentionDesc> {
         self.set_scale(scale)?;

@@ -87,6 +87,18 @@ fn attention_defaults_and_round_trips() {
 }
 
 #[test]
+fn key_lengths_round_trip() {
+    let mut attn = AttentionDesc::new().unwrap();
+    assert!(attn.key_lengths().unwrap().is_null());
+    // A device address: planning never reads the counts.
+    let counts = 0x7f00_0000_1000usize as *const i32;
+    attn.set_key_lengths(counts).unwrap();
+    assert_eq!(attn.key_lengths().unwrap(), counts);
+    attn.set_key_lengths(std::ptr::null()).unwrap();
+    assert!(attn.key_lengths().unwrap().is_null());
+}
+
+#[test]
 fn invalid_scales_are_refused() {
     for scale in [0.0, -1.0, f32::NAN, f32::INFINITY] {
         let mut attn = AttentionDesc::new().unwrap();

@@ -1,0 +1,106 @@
+// Per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) through the public API, on a described H100:
+// the attribute holds a device pointer; slices exclude it; the forward plans the mma.sync kernel
+// (the Hopper forward says why not) and the backward the reference path, in plans of their own.
+#include "plan_text.h"
+#include "test_support.h"
+
+#include <cstdint>
+
+using namespace ffpa_test;
+
+namespace {
+
+const int32_t* fakeDeviceCounts() { return reinterpret_cast<const int32_t*>(uintptr_t{0x7f0000001000}); }
+
+void setKeyLengths(ffpaAttentionDescriptor_t attn, const int32_t* counts) {
+  REQUIRE_OK(ffpaSetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &counts, sizeof counts));
+}
+
+}  // namespace
+
+TEST_CASE("key lengths: the attribute holds a device pointer, and NULL detaches it") {
+  Attention attn;
+  size_t size = 0;
+  REQUIRE_OK(ffpaGetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, nullptr, 0, &size));
+  CHECK(size == sizeof(const int32_t*));
+  const int32_t* read = fakeDeviceCounts();
+  REQUIRE_OK(ffpaGetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &read, sizeof read, nullptr));
+  CHECK(read == nullptr);  // the default: every batch entry has all keys
+  setKeyLengths(attn, fakeDeviceCounts());
+  REQUIRE_OK(ffpaGetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &read, sizeof read, nullptr));
+  CHECK(read == fakeDeviceCounts());
+  // The counts themselves are not the value: the address of the pointer is.
+  const int32_t count = 5;
+  CHECK_FAILS_WITH(ffpaSetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &count, sizeof count),
+                   FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, "the address of the pointer");
+  int32_t small = 0;
+  CHECK_FAILS_WITH(ffpaGetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &small, sizeof small, nullptr),
+                   FFPA_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, "size must be 8");
+  setKeyLengths(attn, nullptr);
+  REQUIRE_OK(ffpaGetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &read, sizeof read, nullptr));
+  CHECK(read == nullptr);
+  CHECK_FAILS_WITH(ffpaSetAttentionAttribute(attn, static_cast<ffpaAttentionAttribute_t>(3), &count, sizeof count),
+                   FFPA_STATUS_BAD_PARAM_OUT_OF_BOUND, "FFPA_ATTENTION_KEY_LENGTHS (2)");
+}
+
+TEST_CASE("key lengths: not with attention slices, whose key ranges say which keys a sequence has") {
+  Handle h;
+  const Problem p(FFPA_DATA_TYPE_BFLOAT16, 1, 4, 4, 32, 32, 128, 128);
+  Attention attn;
+  ffpaAttentionSlices_t slices = nullptr;
+  REQUIRE_OK(ffpaCreateAttentionSlices(h, &slices));
+  const int32_t offsets[] = {0, 10, 32};
+  REQUIRE_OK(ffpaSetAttentionSlicesFromOffsets(slices, 2, offsets, nullptr, FFPA_SLICE_MASK_CAUSAL));
+  REQUIRE_OK(ffpaSetAttentionDescriptorSlices(attn, slices));
+  REQUIRE_OK(ffpaDestroyAttentionSlices(slices));
+  setKeyLengths(attn, fakeDeviceCounts());
+  size_t bytes = 0;
+  CHECK_FAILS_WITH(p.forwardWorkspace(h, attn, &bytes), FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
+                   "FFPA_ATTENTION_KEY_LENGTHS");
+  CHECK_FAILS_WITH(p.backwardWorkspace(h, attn, &bytes), FFPA_STATUS_BAD_PARAM_EXCLUSIVE_OPTIONS,
+                   "slices' key ranges");
+  setKeyLengths(attn, nullptr);
+  REQUIRE_OK(p.forwardWorkspace(h, attn, &bytes));
+}
+
+TEST_CASE("key lengths: the forward plans the mma.sync kernel, the backward the reference path") {
+  Handle h;  // a described H100, the Hopper kernels on
+  // GQA decode (its query heads as rows of one problem per KV head) and a causal prefill.
+  for (const ffpaCausalMode_t causal : {FFPA_CAUSAL_NONE, FFPA_CAUSAL_BOTTOM_RIGHT}) {
+    const bool decode = causal == FFPA_CAUSAL_NONE;
+    const Problem p(FFPA_DATA_TYPE_BFLOAT16, 4, 32, 8, decode ? 1 : 300, 4096, 128, 128);
+    Attention attn(causal);
+    const Described plain = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
+    REQUIRE_MESSAGE(plain.status == FFPA_STATUS_SUCCESS, plain.text);
+    const ffpaPlanCacheStats_t before = h.stats();
+    setKeyLengths(attn, fakeDeviceCounts());
+    const Described counted = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
+    REQUIRE_MESSAGE(counted.status == FFPA_STATUS_SUCCESS, counted.text);
+    INFO(counted.text);
+    CHECK(counted.kernel.rfind("sm80.forward.bf16.d128", 0) == 0);
+    CHECK_HAS(counted.text, "key_lengths");
+    if (decode) CHECK_HAS(counted.config, "query_heads_as_rows=4");
+    // Where the Hopper forward served the problem without counts, it says why it does not now.
+    if (plain.kernel.rfind("sm90.", 0) == 0) CHECK_HAS(counted.text, "the mma.sync forward serves them");
+    CHECK(h.stats().misses > before.misses);  // a plan of its own: the cache keys on the counts' presence
+
+    const Described backward = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
+    REQUIRE_MESSAGE(backward.status == FFPA_STATUS_SUCCESS, backward.text);
+    CHECK(backward.kernel.rfind("reference", 0) == 0);
+    CHECK_HAS(backward.text, "the backward runs on the reference path");
+    CHECK_HAS(backward.text, "key_lengths");
+
+    // The 64-key instance, an H100's default at d 128, reads no counts: its 32-key twin serves.
+    CHECK(counted.kernel.find(".bc64") == std::string::npos);
+    Handle mmaSync;
+    mmaSync.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
+    Attention uncounted(causal);
+    CHECK_HAS(describeForward(mmaSync, uncounted, p.q, p.k, p.v, p.o, p.lse).kernel, ".bc64");
+
+    // Detached, the problem finds its first plan again.
+    setKeyLengths(attn, nullptr);
+    const ffpaPlanCacheStats_t again = h.stats();
+    CHECK(describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse).kernel == plain.kernel);
+    CHECK(h.stats().misses == again.misses);
+  }
+}

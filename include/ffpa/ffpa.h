@@ -594,8 +594,9 @@ typedef enum ffpaPolicyKnob FFPA_ENUM_TYPE {
    *  `MAGI_ATTENTION_DETERMINISTIC_MODE`. */
   FFPA_POLICY_DETERMINISTIC = 200,
   /** Bool, default 0: after each call, synchronize the stream, check for CUDA errors and scan
-   *  inputs and outputs for NaN/infinity (#FFPA_STATUS_EXECUTION_FAILED_NON_FINITE). Slow; the
-   *  check is skipped with a warning while the stream is being captured into a graph.
+   *  inputs and outputs for NaN/infinity (#FFPA_STATUS_EXECUTION_FAILED_NON_FINITE; K and V up
+   *  to each batch entry's #FFPA_ATTENTION_KEY_LENGTHS count only). Slow; the check is skipped
+   *  with a warning while the stream is being captured into a graph.
    *  Environment: `FFPA_SANITY_CHECK`, also `MAGI_ATTENTION_SANITY_CHECK`. */
   FFPA_POLICY_SANITY_CHECK = 201,
   /** Bool, default 0: run every call on the cuBLASLt reference path (fp32 GEMMs) instead of the

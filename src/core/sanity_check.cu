@@ -17,11 +17,12 @@ namespace ffpa {
 namespace {
 
 // Counts elements that are NaN or infinite (-infinity allowed for log-sum-exp rows that see no
-// key) in a strided [d0, d1, d2, d3] tensor.
+// key) in a strided [d0, d1, d2, d3] tensor; with `rowLimits` (d0 counts, clamped to [0, d2])
+// only the first rows of each entry of d0: K and V past per-batch key lengths may hold anything.
 template <class T>
 __global__ void countNonFinite(const T* data, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                int64_t s0, int64_t s1, int64_t s2, int64_t s3, bool allowNegInf,
-                               unsigned long long* counter) {
+                               const int32_t* rowLimits, unsigned long long* counter) {
   const int64_t total = d0 * d1 * d2 * d3;
   unsigned long long bad = 0;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
@@ -31,6 +32,7 @@ __global__ void countNonFinite(const T* data, int64_t d0, int64_t d1, int64_t d2
     const int64_t x2 = rest % d2; rest /= d2;
     const int64_t x1 = rest % d1;
     const int64_t x0 = rest / d1;
+    if (rowLimits != nullptr && x2 >= rowLimits[x0]) continue;  // a negative count skips every row
     const float value = toFloat(data[x0 * s0 + x1 * s1 + x2 * s2 + x3 * s3]);
     const bool negInf = isinf(value) && value < 0.0f;
     if (!isfinite(value) && !(allowNegInf && negInf)) ++bad;
@@ -46,6 +48,7 @@ struct Checked {
   Strides strides;
   bool allowNegInf;
   bool isOutput;
+  const int32_t* rowLimits = nullptr;  // FFPA_ATTENTION_KEY_LENGTHS for K and V: rows past them unread
 };
 
 void enqueueCount(const Checked& t, unsigned long long* counter, cudaStream_t stream) {
@@ -57,7 +60,7 @@ void enqueueCount(const Checked& t, unsigned long long* counter, cudaStream_t st
   const auto launch = [&](auto* typed) {
     launchKernel("countNonFinite", countNonFinite<std::remove_const_t<std::remove_pointer_t<decltype(typed)>>>,
                  blocks, kThreads, stream, typed, d[0], d[1], d[2], d[3], s[0], s[1], s[2], s[3],
-                 t.allowNegInf, counter);
+                 t.allowNegInf, t.rowLimits, counter);
   };
   switch (t.dtype) {
     case FFPA_DATA_TYPE_FLOAT16: launch(static_cast<const __half*>(t.data)); break;
@@ -73,9 +76,10 @@ std::vector<Checked> tensorsOf(const AttentionProblem& p, const TensorArgs& a) {
   const std::array<int64_t, 4> vDims{p.batch, p.headsKv, p.seqKv, p.headDimV};
   const std::array<int64_t, 4> oDims{p.batch, p.headsQ, p.seqQ, p.headDimV};
   const std::array<int64_t, 4> lseDims{p.batch, p.headsQ, p.seqQ, 1};
+  // K and V past per-batch key lengths are never read: they may hold NaN.
   std::vector<Checked> list = {{"q", a.q, dt, qDims, p.q, false, false},
-                               {"k", a.k, dt, kDims, p.k, false, false},
-                               {"v", a.v, dt, vDims, p.v, false, false}};
+                               {"k", a.k, dt, kDims, p.k, false, false, p.keyLengths},
+                               {"v", a.v, dt, vDims, p.v, false, false, p.keyLengths}};
   if (p.direction == Direction::Forward) {
     list.push_back({"o", a.out, dt, oDims, p.o, false, true});
     if (p.hasLse) list.push_back({"lse", a.lseOut, FFPA_DATA_TYPE_FLOAT32, lseDims, p.lse, true, true});

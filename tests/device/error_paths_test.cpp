@@ -170,6 +170,32 @@ TEST_CASE("the sanity check reports NaN and infinity, and accepts fully masked r
   CHECK_STATUS(backward(), FFPA_STATUS_EXECUTION_FAILED_NON_FINITE);
 }
 
+TEST_CASE("the sanity check reads K and V within per-batch key lengths only, where NaN may lie past them") {
+  Handle handle;
+  quiet(handle);
+  handle.set_policy(FFPA_POLICY_SANITY_CHECK, 1);
+  ProblemConfig config = small_config();
+  config.problem.key_lengths.assign(static_cast<size_t>(config.problem.batch), config.problem.seq_kv / 2);
+  DeviceProblem problem(config);
+  problem.fill_inputs(8004);
+  const AttentionProblem& p = problem.config().problem;
+  const int64_t past = p.keys_of(0);  // a key past entry 0's count
+  problem.k.host.set(0, 0, past, 1, std::numeric_limits<double>::quiet_NaN());
+  problem.v.host.set(0, 0, past, 2, std::numeric_limits<double>::quiet_NaN());
+  problem.k.upload();
+  problem.v.upload();
+  const size_t forward_bytes = problem.forward_workspace_size(handle, true);
+  const size_t backward_bytes = problem.backward_workspace_size(handle);
+  Workspace workspace;
+  void* const scratch = workspace.reserve(std::max(forward_bytes, backward_bytes));
+  CHECK_STATUS(problem.call_forward(handle, scratch, forward_bytes, true), FFPA_STATUS_SUCCESS);
+  CHECK_STATUS(problem.call_backward(handle, scratch, backward_bytes), FFPA_STATUS_SUCCESS);
+  // Within the count, NaN is an input the check reports.
+  problem.k.host.set(0, 0, past - 1, 1, std::numeric_limits<double>::quiet_NaN());
+  problem.k.upload();
+  CHECK_STATUS(problem.call_forward(handle, scratch, forward_bytes, true), FFPA_STATUS_EXECUTION_FAILED_NON_FINITE);
+}
+
 TEST_CASE("the device description matches the CUDA runtime") {
   Handle handle;
   ffpaDeviceDesc_t desc;

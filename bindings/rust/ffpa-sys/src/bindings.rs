@@ -759,8 +759,9 @@ impl ffpaPolicyKnob {
 }
 impl ffpaPolicyKnob {
     #[doc = " Bool, default 0: after each call, synchronize the stream, check for CUDA errors and scan"]
-    #[doc = "  inputs and outputs for NaN/infinity (#FFPA_STATUS_EXECUTION_FAILED_NON_FINITE). Slow; the"]
-    #[doc = "  check is skipped with a warning while the stream is being captured into a graph."]
+    #[doc = "  inputs and outputs for NaN/infinity (#FFPA_STATUS_EXECUTION_FAILED_NON_FINITE; K and V up"]
+    #[doc = "  to each batch entry's #FFPA_ATTENTION_KEY_LENGTHS count only). Slow; the check is skipped"]
+    #[doc = "  with a warning while the stream is being captured into a graph."]
     #[doc = "  Environment: `FFPA_SANITY_CHECK`, also `MAGI_ATTENTION_SANITY_CHECK`."]
     pub const FFPA_POLICY_SANITY_CHECK: ffpaPolicyKnob = ffpaPolicyKnob(201);
 }

@@ -823,7 +823,8 @@ typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
    *  cuDNN's padding mask on the keys). The value passed is the address of the pointer, its size
    *  `sizeof(const int32_t*)`; NULL detaches the counts. Each execute call reads the counts on
    *  the device, in stream order, so they may change between calls that share the pointer (in a
-   *  CUDA graph, say); the pointer must stay valid while calls that use it run. A count below 0
+   *  CUDA graph, say); the pointer must stay valid while calls that use it run (planning reads no
+   *  counts: runtime autotune times the problem with all `Nkv` keys). A count below 0
    *  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on are never read: they may hold
    *  anything, NaN included. Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's
    *  last key (query `i` sees key `j` when `j <= i + L_b - Nq`). A query that sees no key gets

@@ -43,7 +43,7 @@ class DeviceMemory {
 class DeviceTimer final : public CandidateTimer {
  public:
   explicit DeviceTimer(const PlanRequest& r)
-      : problem_(r.problem),
+      : problem_(timedProblem(r.problem)),
         runtime_(*r.runtime),
         onDevice_(r.device.ordinal),
         iterations_(r.policy.value(FFPA_POLICY_AUTOTUNE_MODE) == FFPA_AUTOTUNE_MODE_MAX ? 5 : 3) {
@@ -115,7 +115,14 @@ class DeviceTimer final : public CandidateTimer {
   }
 
  private:
-  const AttentionProblem& problem_;
+  // The problem with every key present: tuning runs where planning may, before the calls, when
+  // the caller's per-batch key counts (FFPA_ATTENTION_KEY_LENGTHS) need not be on the device yet.
+  static AttentionProblem timedProblem(AttentionProblem p) {
+    p.keyLengths = nullptr;
+    return p;
+  }
+
+  const AttentionProblem problem_;
   const DeviceRuntime& runtime_;
   ScopedDevice onDevice_;
   slices::SliceView slices_;  // the problem's slices on the device (none: null)

@@ -889,6 +889,35 @@ TEST_CASE("fast forward: per-batch key lengths, and NaN in K and V past them") {
   }
 }
 
+TEST_CASE("runtime autotune of a problem with per-batch key lengths reads no counts while it plans") {
+  // GQA decode split across CTAs (split-KV's choices among the candidates): the workspace query
+  // tunes with a count pointer that is not yet valid; the call then reads the real counts.
+  Handle handle;
+  handle.set_policy(FFPA_POLICY_AUTOTUNE, 1);
+  handle.set_policy(FFPA_POLICY_SKIP_PERSISTENT_TUNED_CONFIG, 1);
+  ProblemConfig config = make_config(attention_shape(2, 16, 2, 1, 4000, 128, 128, CausalMask::none),
+                                     DType::bfloat16, LayoutKind::bhnd, 0.0);
+  config.problem.key_lengths = {4000, 333};
+  DeviceProblem problem(config);
+  problem.fill_inputs(47300);
+  const int32_t* counts = nullptr;
+  REQUIRE(ffpaGetAttentionAttribute(problem.attention.get(), FFPA_ATTENTION_KEY_LENGTHS, &counts, sizeof counts,
+                                    nullptr) == FFPA_STATUS_SUCCESS);
+  const int32_t* not_yet = reinterpret_cast<const int32_t*>(uintptr_t{16});  // no memory at all
+  REQUIRE(ffpaSetAttentionAttribute(problem.attention.get(), FFPA_ATTENTION_KEY_LENGTHS, &not_yet, sizeof not_yet) ==
+          FFPA_STATUS_SUCCESS);
+  const std::string config_text = planned_config(handle, descriptors_of(problem, true));  // tunes
+  CHECK_MESSAGE(config_text.find("autotuned(") != std::string::npos, config_text);
+  REQUIRE(ffpaSetAttentionAttribute(problem.attention.get(), FFPA_ATTENTION_KEY_LENGTHS, &counts, sizeof counts) ==
+          FFPA_STATUS_SUCCESS);
+  Workspace workspace;
+  problem.forward(handle, workspace, true);
+  const CpuForward exact = cpu_forward(problem);
+  const double rounding = rounding_error(exact.o, config.dtype).rel_l2;
+  check_fast_outputs("autotuned decode with key lengths", problem, true, exact,
+                     fast_bounds(config.dtype, FFPA_ACCUMULATOR_F32, rounding));
+}
+
 TEST_CASE("sm90 forward: the same call twice gives the same bits") {
   if (!hopper_runs_here()) return;
   // One CTA per 64 rows, and a cluster of two (which must also agree on the scores both CTAs

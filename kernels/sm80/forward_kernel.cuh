@@ -56,9 +56,7 @@ struct ForwardKernel {
   static constexpr int kMaxScoreStepPanels = ffpa::sm80::maxScoreStepPanels(kShape);
   static constexpr int kMaxValueStepPanels = ffpa::sm80::maxValueStepPanels(kShape);
   static constexpr float kNegativeInfinity = -__builtin_huge_valf();
-  // Per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) are read by every instance but the 64-key
-  // one, which has no register to spare for them (255; the planner takes its 32-key twin).
-  static constexpr bool kReadsKeyLengths = !kWideKeys;
+  static constexpr bool kReadsKeyLengths = ffpa::sm80::readsKeyLengths(kWideKeys);
 
   static_assert(kHeadDimV % 16 == 0 && kHeadDimV <= 1024, "d_v: a multiple of 16 up to 1024");
   static_assert(1024 / 16 + kShape.warpColumns / 16 <= kMaxStepsPerTile, "Q K^T and P V steps of a tile");

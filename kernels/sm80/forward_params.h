@@ -75,6 +75,11 @@ constexpr int ownedPanels(int width, int colWarps, int warpPanels) {
 // two row tiles per warp, d_v <= 128.
 constexpr bool hasWideKeyTiles(int headDimV, bool qInRegisters = false) { return headDimV <= 128 && !qInRegisters; }
 
+// Whether an instance reads per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS): every one but
+// those of 64-key tiles, at 255 registers, where one more value would spill (the planner takes
+// their 32-key twins for such problems).
+constexpr bool readsKeyLengths(bool wideKeys) { return !wideKeys; }
+
 // Whether whole K and V tiles per step (coarse tiling, FFPA_POLICY_PERSIST_KV_G2S) serve a problem
 // of these head dims on an instance of this shape: d_qk and d_v up to 256 (seed 000's bound) on an
 // instance of at most 256 columns (one column warp; a build without one serves such head dims

@@ -158,11 +158,11 @@ ForwardResolution resolveForward(const PlanRequest& r) {
   c.persistKv = policy.flag(FFPA_POLICY_PERSIST_KV_G2S) && coarseTiling(d.shape, problem.headDimQk, problem.headDimV);
   // A tuned config (or autotune candidate) sets what the caller left at its default.
   // The instance's twin of 64-key tiles, where the build compiles one (instance set of forward_instance_set.h).
-  // (Not with per-batch key lengths, which the 64-key instances do not read: forward_kernel.cuh.)
+  // (Not with per-batch key lengths where it does not read them: readsKeyLengths.)
+  const bool wideServes = problem.keyLengths == nullptr || readsKeyLengths(true);
   const ForwardInstance* wide =
-      problem.keyLengths != nullptr
-          ? nullptr
-          : findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true);
+      wideServes ? findInstance(headDimV, problem.dtype, accumulator, pipeKv, qInRegisters, vInRegisters, true)
+                 : nullptr;
   d.tileKeysChoice = wide != nullptr;
   std::vector<LaunchParameter> parameters =
       forwardLaunchParameters(c, problem, d.shape, qInRegisters, d.tileKeysChoice);

@@ -174,23 +174,21 @@ int64_t nonzero_in_rows(const HostTensor& tensor, const std::function<bool(int64
   return count;
 }
 
-// Per (batch entry, query row): whether the row sees no key at all (with per-batch key lengths,
-// the entries differ), and per (batch entry, key): whether no query sees it.
-std::vector<bool> masked_queries(const AttentionProblem& p) {
-  std::vector<bool> masked(static_cast<size_t>(p.batch * p.seq_q));
+// holds(i, b) for each batch entry b of `p` and i < n, b-major: per (batch entry, query row)
+// whether the row sees no key at all, or per (batch entry, key) whether no query sees it (with
+// per-batch key lengths, the entries differ).
+std::vector<bool> per_batch_entry(const AttentionProblem& p, int64_t n,
+                                  const std::function<bool(int64_t, int64_t)>& holds) {
+  std::vector<bool> result(static_cast<size_t>(p.batch * n));
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t row = 0; row < p.seq_q; ++row) {
-      masked[static_cast<size_t>(b * p.seq_q + row)] = p.sees_no_key(row, b);
-    }
-  return masked;
+    for (int64_t i = 0; i < n; ++i) result[static_cast<size_t>(b * n + i)] = holds(i, b);
+  return result;
+}
+std::vector<bool> masked_queries(const AttentionProblem& p) {
+  return per_batch_entry(p, p.seq_q, [&](int64_t row, int64_t b) { return p.sees_no_key(row, b); });
 }
 std::vector<bool> unseen_keys(const AttentionProblem& p) {
-  std::vector<bool> unseen(static_cast<size_t>(p.batch * p.seq_kv));
-  for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t key = 0; key < p.seq_kv; ++key) {
-      unseen[static_cast<size_t>(b * p.seq_kv + key)] = p.seen_by_no_query(key, b);
-    }
-  return unseen;
+  return per_batch_entry(p, p.seq_kv, [&](int64_t key, int64_t b) { return p.seen_by_no_query(key, b); });
 }
 
 void check_gaps(const std::string& context, const std::string& name, const HostTensor& tensor) {

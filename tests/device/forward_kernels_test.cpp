@@ -1168,8 +1168,6 @@ TEST_CASE("launch parameters no knob sets: every instance a tuned config picks c
   for (const Case& c : cases) check_planned_forward(handle, workspace, c.test, c.kernel, c.setting);
 }
 
-TEST_SUITE_END();
-
 TEST_CASE("split-KV's launch parameters from decode entries: no split, and runs of at least 16 KV tiles") {
   Workspace workspace;
   // Decode whose grid leaves SMs idle: MLA of one sequence (576/512, its 128 query heads as rows)
@@ -1222,3 +1220,5 @@ TEST_CASE("split-KV's launch parameters from decode entries: no split, and runs 
     }
   }
 }
+
+TEST_SUITE_END();

@@ -825,13 +825,15 @@ typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
    *  the device, in stream order, so they may change between calls that share the pointer (in a
    *  CUDA graph, say); the pointer must stay valid while calls that use it run (planning reads no
    *  counts: runtime autotune times the problem with all `Nkv` keys). A count below 0
-   *  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on are never read: they may hold
-   *  anything, NaN included. Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's
-   *  last key (query `i` sees key `j` when `j <= i + L_b - Nq`). A query that sees no key gets
-   *  O = 0 and a log-sum-exp of -infinity. Not with attention slices (whose key ranges say
-   *  which keys each sequence has) or context parallelism. The forward runs on the `mma.sync`
-   *  kernels (on every GPU, the Hopper forward not included) or the reference path, the
-   *  backward on the reference path. */
+   *  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on never reach the results: they
+   *  may hold anything, NaN included (K and V still need all `Nkv` rows allocated: the Hopper
+   *  forward loads the rest of the 64-key tile holding an entry's last key, and discards it).
+   *  Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's last key (query `i` sees
+   *  key `j` when `j <= i + L_b - Nq`). A query that sees no key gets O = 0 and a log-sum-exp
+   *  of -infinity. Not with attention slices (whose key ranges say which keys each sequence
+   *  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper
+   *  forward's split of the columns (`d_v` from 65; not its row split) or on the reference
+   *  path; the backward on the reference path. */
   FFPA_ATTENTION_KEY_LENGTHS = 2,
   /* Values from 100 are reserved for packed variable-length batches and attention sinks. */
   /** @cond FFPA_INTERNAL */

@@ -37,6 +37,13 @@
 // With K and V shared by two CTAs (kShareKv, forward_params.h), each producer loads half of every
 // K and V tile's blocks into both CTAs (TMA multicast), and "K empty" / "V empty" count the
 // releases of both CTAs' consumers: a producer waits until both are done with a buffer.
+//
+// With per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS; no slices) the rows of batch entry b
+// walk the KV tiles of its first L_b keys only, and a bottom-right diagonal ends at key L_b - 1.
+// The tile holding key L_b - 1 may reach past it: TMA loads those rows from the tensor (zeros only
+// past seqKv), whatever they hold. Their scores are masked (replaced, so a NaN goes too); their V
+// rows each consumer zeroes in its own blocks before its P V of that tile (clearValuesPastKeys),
+// as P = 0 does not cancel a NaN.
 #pragma once
 
 #include "common/element.cuh"
@@ -75,6 +82,9 @@ struct ForwardKernel {
   // is done with its part, and with p.overlap consumer 1 runs a tile behind consumer 0.
   static constexpr bool kSplitValues = !kShareKv;
   static constexpr int kBlocks0 = kColumns0 / kBlockColumns;  // consumer 0's V blocks
+  // Every instance reads per-batch key lengths where the problem has them (the row split reads
+  // none: the planner leaves such problems to this kernel).
+  static constexpr bool kReadsKeyLengths = true;
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
   struct Shared {
@@ -90,9 +100,9 @@ struct ForwardKernel {
 
   static FFPA_DEVICE Position locate(const ForwardParams& p) {
     if constexpr (kShareKv) {
-      return locateKvSharingRowTile(p);
+      return locateKvSharingRowTile<kReadsKeyLengths>(p);
     } else {
-      Position at = locateRowTile<kCluster>(p, p.sliced);
+      Position at = locateRowTile<kCluster, kReadsKeyLengths>(p, p.sliced);
       at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
       return at;
     }
@@ -208,6 +218,30 @@ struct ForwardKernel {
 
   using Rows = ForwardRows<Tag>;
 
+  // The keys of the rows' batch entry (keyEndOf), read where used rather than held.
+  static FFPA_DEVICE int keyEnd(const ForwardParams& p, const Position& at) {
+    return keyEndOf<kReadsKeyLengths>(p, at.batch);
+  }
+
+  // Consumer `consumer`'s blocks of V in KV tile `tile` (no slices: keys from (firstTile + tile) *
+  // 64), where the tile holds the last key of the batch entry's count below seqKv and reaches past
+  // it: once V has landed (V full; waiting again later costs nothing), the rows past the count
+  // become zeros (zeroBlockRows, at the consumer's own named barrier). Called where none of the
+  // consumer's products is in flight. Nothing without key lengths: TMA fills rows past seqKv with
+  // zeros.
+  static FFPA_DEVICE void clearValuesPastKeys(const ForwardParams& p, const Shared& s, const Position& at, int tile,
+                                              int consumer) {
+    if (!kReadsKeyLengths || p.keyLengths == nullptr) return;
+    const int end = keyEnd(p, at);
+    const int firstKey = (at.firstTile + tile) * kKeys;
+    if (end >= p.seqKv || end >= firstKey + kKeys) return;
+    mbarrierWait(s.barrier(kVFull0 + (kSplitValues ? consumer : 0)), tile & 1);
+    const int firstBlock = consumer == 0 ? 0 : kBlocks0;
+    const int blocks = consumer == 0 ? kBlocks0 : at.v.count - kBlocks0;
+    zeroBlockRows(s.v + firstBlock * kBlockBytes, blocks, end > firstKey ? end - firstKey : 0,
+                  kClearedValuesBarrierId + consumer);
+  }
+
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------
 
   // kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0), a separate copy so
@@ -237,7 +271,7 @@ struct ForwardKernel {
 
       // Online softmax: mask, new row maxima over the 4 lanes of a row, in log2 units.
       float factor[2];
-      softmax.template tile<kMayEmulate>(p, keys, at.firstRow, score, me, factor);
+      softmax.template tile<kMayEmulate>(p, keys, at.firstRow, keyEnd(p, at), score, me, factor);
 
       // P (16-bit) and the row scales to slot tile % 2, once consumer 1 is done with tile - 2.
       const int slot = tile & 1;
@@ -250,6 +284,7 @@ struct ForwardKernel {
       }
       mbarrierArrive(s.barrier(kPFull0 + slot));
       mbarrierWait(s.barrier(kPFull0 + slot), (tile / 2) & 1);  // all of P is written
+      clearValuesPastKeys(p, s, at, tile, 0);  // before this iteration's products
 
       // P is in shared memory: `score` is free for the next tile's S. In a cluster, S(j + 1) is
       // issued before O0 += P V(j), so that its partial travels to the other CTA while P V runs
@@ -319,6 +354,7 @@ struct ForwardKernel {
       }
       const float factor[2] = {s.rowScale[slot * kRows + me.row(0)], s.rowScale[slot * kRows + me.row(1)]};
       Rows::template rescale<kColumns1>(o, factor);
+      clearValuesPastKeys(p, s, at, tile, 1);
       mbarrierWait(s.barrier(kVFull0 + kPart), tile & 1);
       accumulateKeyProduct<kColumns1, Tag>(o, s.p + slot * kBlockBytes, s.v + kBlocks0 * kBlockBytes);
       release(s.barrier(kVEmpty0 + kPart));

@@ -70,6 +70,11 @@ constexpr int clusterSizeFor(int headDimV) { return headDimV > 512 ? 2 : 1; }
 constexpr int kMinForwardHeadDimV = kBlockColumns + 1;
 constexpr int kMaxForwardHeadDimV = 1024;
 
+// With per-batch key lengths, consumer w of the split of the columns zeroes the rows of its V
+// blocks past its batch entry's keys, then waits for its warpgroup at named barrier
+// kClearedValuesBarrierId + w (forward_kernel.cuh, clearValuesPastKeys).
+constexpr int kClearedValuesBarrierId = 4;
+
 // The row split (forward_row_split_kernel.cuh; no attention slices, no K and V sharing): a CTA of
 // 128 rows, each consumer 64 of them with all of O's columns, d_v up to 256 (128 fp32 registers),
 // any multiple of 16 from 16 on (the 64 instance serves 16..64). Consumer w waits for its turn

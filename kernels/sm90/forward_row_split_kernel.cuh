@@ -114,8 +114,8 @@ struct RowSplitForwardKernel {
     // The softmax of tile `tile` (no slices: keys from (firstTile + tile) * kTileKeys), whose S is
     // in `score`: P in `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
-      softmax.template tile<kMayEmulate>(p, KeyTile{(at.firstTile + tile) * kTileKeys, -1}, at.firstRow, score, me,
-                                         factor);
+      softmax.template tile<kMayEmulate>(p, KeyTile{(at.firstTile + tile) * kTileKeys, -1}, at.firstRow, p.seqKv,
+                                         score, me, factor);
     };
     if (at.tiles > 0) {
       mbarrierWait(s.barrier(kQFull), 0);

@@ -99,16 +99,19 @@ struct ForwardRows {
 
     // Turns the raw scores of KV tile `keys` of the rows from `firstRow` on into P (relative to
     // the rows' reference maxima) and gives the factor by which O must be rescaled (exactly 1
-    // where a row's reference stays). The warp masks only where one of its rows may not see every
-    // key of the tile (its diagonal tiles under a causal mask, a last tile past seqKv, slices):
-    // one branch for its 16 rows. kMayEmulate: whether exp2 may be emulated at all
-    // (p.exp2Emulated > 0).
+    // where a row's reference stays). `keyEnd`: the keys of the rows' batch entry (keyEndOf). The
+    // warp masks only where one of its rows may not see every key of the tile (its diagonal tiles
+    // under a causal mask, a last tile past keyEnd, slices): one branch for its 16 rows. The mask
+    // replaces a score, so that a NaN score of a key past keyEnd (whatever K holds there) never
+    // reaches P. kMayEmulate: whether exp2 may be emulated at all (p.exp2Emulated > 0).
     template <bool kMayEmulate, int R>
-    FFPA_DEVICE void tile(const ForwardParams& p, const KeyTile& keys, int firstRow, float (&score)[R], const Lane& me,
-                          float (&factor)[2]) {
+    FFPA_DEVICE void tile(const ForwardParams& p, const KeyTile& keys, int firstRow, int keyEnd, float (&score)[R],
+                          const Lane& me, float (&factor)[2]) {
       VisibleKeys visible[2];
       #pragma unroll
-      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, firstRow + me.row(half));
+      for (int half = 0; half < 2; ++half) {
+        visible[half] = visibleKeys(p, p.sliced, keys, firstRow + me.row(half), keyEnd);
+      }
       const int firstKey = keys.firstKey;
       float tileMax[2];
       if (warpSeesWholeTile(visible, firstKey, 2 * R)) {

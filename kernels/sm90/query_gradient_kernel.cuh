@@ -188,7 +188,9 @@ struct QueryGradientKernel {
       // P = exp2(S scale log2 e - LSE log2 e), 0 where a row does not see a key.
       VisibleKeys visible[2];
       #pragma unroll
-      for (int half = 0; half < 2; ++half) visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half));
+      for (int half = 0; half < 2; ++half) {
+        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half), p.seqKv);
+      }
       const auto rowLse2 = [&](int half, int, int) { return lse2[half]; };
       tileProbabilities(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
 

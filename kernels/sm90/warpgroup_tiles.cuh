@@ -40,10 +40,23 @@ struct RowTile : ffpa::kernels::sm80::CtaRows {
   BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
 };
 
+// The keys of the rows' batch entry: seqKv, or where the kernel reads per-batch key lengths
+// (kKeyLengths: the forward's split of the columns; FFPA_ATTENTION_KEY_LENGTHS) its count
+// (sm80::keysOfBatch: clamped to [0, seqKv]). Worked out where it is used, not kept in RowTile:
+// the consumers hold O at the register limit across the KV loop.
+template <bool kKeyLengths, class Params>
+FFPA_DEVICE int keyEndOf(const Params& p, int64_t batch) {
+  if constexpr (kKeyLengths) {
+    return ffpa::kernels::sm80::keysOfBatch(p, batch);
+  } else {
+    return p.seqKv;
+  }
+}
+
 // `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has). Rows
 // [firstRow, firstRow + 64) of the CTA's (batch, head), and the KV tiles they see under the
-// causal mask.
-template <int kCluster, class Params>
+// causal mask (kKeyLengths: of the keys of their batch entry, keyEndOf).
+template <int kCluster, bool kKeyLengths = false, class Params>
 FFPA_DEVICE RowTile locateRowTileAt(const Params& p, int firstRow) {
   const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
   RowTile at;
@@ -56,23 +69,25 @@ FFPA_DEVICE RowTile locateRowTileAt(const Params& p, int firstRow) {
   at.batch = grid.batch;
   at.head = grid.head;
   at.kvHead = grid.head / p.groupSize;
-  at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, at.firstRow, kRows, p.causal,
-                                                  p.causalOffset);
+  const int keyEnd = keyEndOf<kKeyLengths>(p, at.batch);
+  at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, keyEnd, kKeys, at.firstRow, kRows, p.causal,
+                                                  ffpa::kernels::sm80::causalOffsetOf(p, keyEnd));
   return at;
 }
 
 // Rows [64 t, 64 t + 64) of cluster x, where t = x, or under a causal mask the tiles last to
 // first (sm80::rowTileInOrder: the longest first).
-template <int kCluster, class Params>
+template <int kCluster, bool kKeyLengths = false, class Params>
 FFPA_DEVICE RowTile locateRowTile(const Params& p) {
-  return locateRowTileAt<kCluster>(p, ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows);
+  return locateRowTileAt<kCluster, kKeyLengths>(
+      p, ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows);
 }
 
 // The same with attention slices (SlicedTiles of the queries): the row tile of cluster x and the
 // KV tiles of its walk.
-template <int kCluster, class Params>
+template <int kCluster, bool kKeyLengths = false, class Params>
 FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
-  RowTile at = locateRowTile<kCluster>(p);
+  RowTile at = locateRowTile<kCluster, kKeyLengths>(p);
   if (sliced.slices.slices == nullptr) return at;
   const slices::AxisTile rows = slices::ctaTile(sliced.slices.queries, sliced.tiles, sliced.tileCount,
                                                 blockIndexX() / kCluster, kRows, p.seqQ);
@@ -87,13 +102,14 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
 // 64) of CTA x (in this order whatever the mask: the grid has whole pairs, one maybe past the
 // rows), all of the head dims' blocks, and the KV tiles that the rows of both CTAs of its cluster
 // see, so that the pair walks them together.
-template <class Params>
+template <bool kKeyLengths = false, class Params>
 FFPA_DEVICE RowTile locateKvSharingRowTile(const Params& p) {
-  RowTile at = locateRowTileAt<1>(p, blockIndexX() * kRows);
+  RowTile at = locateRowTileAt<1, kKeyLengths>(p, blockIndexX() * kRows);
   at.rank = clusterRank();
   const int pairFirstRow = (blockIndexX() & ~(kKvSharingCtas - 1)) * kRows;
-  at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kKeys, pairFirstRow, kKvSharingCtas * kRows,
-                                                  p.causal, p.causalOffset);
+  const int keyEnd = keyEndOf<kKeyLengths>(p, at.batch);  // the same in both CTAs: one (batch, head)
+  at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, keyEnd, kKeys, pairFirstRow, kKvSharingCtas * kRows,
+                                                  p.causal, ffpa::kernels::sm80::causalOffsetOf(p, keyEnd));
   return at;
 }
 
@@ -107,20 +123,23 @@ FFPA_DEVICE KeyTile keyTileOf(const SlicedTiles& sliced, const RowTile& at, int 
 }
 
 // The keys [begin, end) query row `row` sees in KV tile `t` (empty when end <= begin): those of
-// the tile's slice, else [0, seqKv) cut by the causal mask. Keys index from 0 and below 2^31.
+// the tile's slice, else [0, keyEnd) cut by the causal mask, where keyEnd is seqKv or the count
+// of the row's batch entry (keyEndOf). Keys index from 0 and below 2^31.
 struct VisibleKeys {
   int begin, end;
   FFPA_DEVICE bool holds(int key) const { return key >= begin && key < end; }
 };
 
 template <class Params>
-FFPA_DEVICE VisibleKeys visibleKeys(const Params& p, const SlicedTiles& sliced, const KeyTile& t, int row) {
+FFPA_DEVICE VisibleKeys visibleKeys(const Params& p, const SlicedTiles& sliced, const KeyTile& t, int row,
+                                    int keyEnd) {
   if (t.slice >= 0) {
     const slices::KeySpan span = slices::keySpan(sliced.slices.slices[t.slice], row);
     return {static_cast<int>(span.begin), static_cast<int>(span.end)};
   }
-  int64_t end = p.seqKv;
-  if (p.causal && row + p.causalOffset + 1 < end) end = row + p.causalOffset + 1;  // may be <= 0
+  int64_t end = keyEnd;
+  const int64_t offset = ffpa::kernels::sm80::causalOffsetOf(p, keyEnd);
+  if (p.causal && row + offset + 1 < end) end = row + offset + 1;  // may be <= 0
   return {0, static_cast<int>(end < 0 ? 0 : end)};
 }
 
@@ -256,6 +275,21 @@ FFPA_DEVICE void loadSharedBlocks(const TensorMap* map, uint32_t shared, BlockSh
 struct alignas(16) Four {
   float v[4];
 };
+
+// The 128 threads of a warpgroup zero rows [firstRow, 64) of `count` consecutive 64 x 64 blocks
+// from `blocks` (128-byte swizzled: the swizzle moves 16-byte chunks within a row, so a row's
+// 128 bytes stay in place), fence the stores for wgmma (the async proxy) and meet at named
+// barrier `barrierId`: the warpgroup's products may then read the zeros.
+FFPA_DEVICE void zeroBlockRows(uint32_t blocks, int count, int firstRow, int barrierId) {
+  unsigned char* bytes = sharedMemory() + (blocks - sharedAddress(sharedMemory()));
+  const int chunks = (kKeys - firstRow) * 8;  // 16-byte chunks per block
+  for (int i = threadIndex() % 128; i < count * chunks; i += 128) {
+    const int block = i / chunks;
+    *reinterpret_cast<Four*>(bytes + block * kBlockBytes + firstRow * 128 + (i - block * chunks) * 16) = Four{};
+  }
+  fenceProxyAsync();
+  namedBarrier(barrierId, 128);
+}
 
 struct Lane {
   int warp;   // of the warpgroup: rows 16 * warp .. +15

@@ -63,8 +63,6 @@ struct LaunchParameter {
 // Why the kernels that do not read FFPA_ATTENTION_KEY_LENGTHS leave such a problem to the others.
 constexpr const char* kKeyLengthsInForwardOnly =
     "per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS): the backward runs on the reference path";
-constexpr const char* kKeyLengthsInMmaSyncForward =
-    "per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS): the mma.sync forward serves them";
 
 // Split-KV's launch parameters ("split_kv" 0 or 1, "split_min_tiles" 1 to 1024), writing into
 // `tuning`, appended to `parameters`; FFPA_POLICY_KEY_SPLITS overrides both.

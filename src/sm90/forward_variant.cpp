@@ -168,7 +168,6 @@ Resolution resolve(const PlanRequest& r) {
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
   if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
   if (!compiled()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
-  if (problem.keyLengths != nullptr) return notApplicable(sm80::kKeyLengthsInMmaSyncForward);
   if (std::string why = forwardRefusal(problem); !why.empty()) {
     // The row split's reason too where d_v is within its reach.
     if (problem.headDimV > kRowSplitMaxHeadDimV) return notApplicable(std::move(why));

@@ -301,6 +301,10 @@ class Handles {
   }
   const Handle& fast(ffpaAccumulator_t accumulator) const { return fast_[accumulator]; }
   const Handle& reference() const { return reference_; }
+  // A knob of every fast handle (K and V sharing, say).
+  void set_fast_policy(ffpaPolicyKnob_t knob, int32_t value) {
+    for (Handle& fast : fast_) fast.set_policy(knob, value);
+  }
 
  private:
   Handle fast_[4];  // indexed by ffpaAccumulator_t
@@ -850,8 +854,10 @@ TEST_CASE("fast forward: decode and short queries of GQA and MQA, their query he
 TEST_CASE("fast forward: per-batch key lengths, and NaN in K and V past them") {
   // FFPA_ATTENTION_KEY_LENGTHS: entries of no key, one key, a partial tile and all keys, counts
   // out of range (clamped), both causal alignments, GQA decode (its heads as rows, split-KV); on
-  // the mma.sync forward (the Hopper forward leaves them to it), against the reference path and
-  // float64 attention, with NaN in K and V past each entry's keys (never read).
+  // the mma.sync forward, and on an H100 on the Hopper forward's split of the columns (one CTA,
+  // K and V shared by two with the multicast knob, clusters of two for d_v above 512; d_v 64 stays
+  // on mma.sync), against the reference path and float64 attention, with NaN in every element of
+  // K and V past each entry's keys (the Hopper forward loads some and must zero V's).
   struct LengthRow {
     ShapeRow shape;
     std::vector<int64_t> lengths;
@@ -863,27 +869,40 @@ TEST_CASE("fast forward: per-batch key lengths, and NaN in K and V past them") {
        {-5, 999, 100}},
       {{2, 8, 1, 1, 2000, 128, 128, CausalMask::none, DType::bfloat16, LayoutKind::bhnd}, {1500, 37}},
       {{2, 32, 1, 1, 3000, 576, 512, CausalMask::bottom_right, DType::bfloat16, LayoutKind::bhnd}, {3000, 1111}},
+      {{2, 2, 2, 300, 700, 512, 512, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd}, {333, 700}},
+      {{2, 2, 1, 200, 500, 1024, 1024, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, {257, 450}},
+  };
+  const auto nan_past_counts = [](DeviceProblem& problem) {
+    const AttentionProblem& p = problem.config().problem;
+    constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t h = 0; h < p.heads_kv; ++h)
+        for (int64_t key = p.keys_of(b); key < p.seq_kv; ++key) {
+          for (int64_t d = 0; d < p.dim_qk; ++d) problem.k.host.set(b, h, key, d, kNan);
+          for (int64_t d = 0; d < p.dim_v; ++d) problem.v.host.set(b, h, key, d, kNan);
+        }
+    problem.k.upload();
+    problem.v.upload();
   };
   Workspace workspace;
   uint64_t start = 47200;
-  for (const bool hopper : {false, true}) {
-    if (hopper && !hopper_runs_here()) continue;
-    const Handles handles(hopper);
+  // mma.sync; the Hopper forward; the Hopper forward with K and V shared between row tiles.
+  for (const int kernels : {0, 1, 2}) {
+    if (kernels > 0 && !hopper_runs_here()) continue;
+    Handles handles(kernels > 0);
+    if (kernels == 2) handles.set_fast_policy(FFPA_POLICY_HOPPER_KV_MULTICAST, 1);
     for (const LengthRow& row : rows) {
       FastCase fast_case;
       fast_case.test = {row.shape.config(), true, start++};
       fast_case.test.config.problem.key_lengths = row.lengths;
       fast_case.accumulator = FFPA_ACCUMULATOR_F32;
-      run_fast_case(handles, workspace, fast_case, [](DeviceProblem& problem) {
-        const AttentionProblem& p = problem.config().problem;
-        for (int64_t b = 0; b < p.batch; ++b)
-          for (int64_t h = 0; h < p.heads_kv; ++h)
-            for (int64_t key = p.keys_of(b); key < p.seq_kv; ++key) {
-              problem.k.host.set(b, h, key, key % p.dim_qk, std::numeric_limits<double>::quiet_NaN());
-              problem.v.host.set(b, h, key, key % p.dim_v, std::numeric_limits<double>::quiet_NaN());
-            }
-        problem.k.upload();
-        problem.v.upload();
+      run_fast_case(handles, workspace, fast_case, [&](DeviceProblem& problem) {
+        nan_past_counts(problem);
+        if (kernels == 0 || row.shape.dv <= 64) return;
+        // On an H100, d_v from 65 stays on the Hopper forward: its split of the columns reads the counts.
+        const std::string kernel = planned_kernel(handles.fast(FFPA_ACCUMULATOR_F32), descriptors_of(problem, true));
+        CHECK_MESSAGE(kernel.rfind("sm90.forward", 0) == 0, kernel);
+        CHECK_MESSAGE(kernel.find(".row_split") == std::string::npos, kernel);
       });
     }
   }

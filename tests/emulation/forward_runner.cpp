@@ -43,7 +43,7 @@ constexpr double kHalfScoreLseAbsolute = 6e-2;
 ForwardTensors forwardTensors(const AttentionCase& c) {
   const ffpa_tools::AttentionProblem& s = c.shape;
   ForwardTensors t{queryTensor(c, s.dim_qk), keyTensor(c, s.dim_qk), keyTensor(c, s.dim_v),
-                   queryTensor(c, s.dim_v), lseTensor(c), libraryProblem(c, ffpa::Direction::Forward)};
+                   queryTensor(c, s.dim_v), lseTensor(c), libraryProblem(c, ffpa::Direction::Forward), {}};
   ffpa_tools::Random random(c.start);
   t.q.fill_uniform(random, -2.0, 2.0);  // Q and K in [-2, 2): a peaked softmax, as on the GPU
   t.k.fill_uniform(random, -2.0, 2.0);
@@ -55,6 +55,8 @@ ForwardTensors forwardTensors(const AttentionCase& c) {
   t.problem.v = stridesOf(t.v);
   t.problem.o = stridesOf(t.o);
   t.problem.lse = stridesOf(t.lse);
+  t.keyLengths.assign(s.key_lengths.begin(), s.key_lengths.end());
+  if (!t.keyLengths.empty()) t.problem.keyLengths = t.keyLengths.data();
   return t;
 }
 
@@ -114,9 +116,6 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
   // The case's slices as the library holds them, read by the emulated kernel from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
   if (table) t.problem.slices = table.get();
-  // FFPA_ATTENTION_KEY_LENGTHS: the counts in a buffer of their own, as on the device.
-  std::vector<int32_t> keyLengths(c.shape.key_lengths.begin(), c.shape.key_lengths.end());
-  if (!keyLengths.empty()) t.problem.keyLengths = keyLengths.data();
   bool merged = false;
   const ffpa::AttentionProblem problem = plannedProblem(c, t.problem, &merged);
   ForwardOutcome out;
@@ -155,7 +154,7 @@ ForwardOutcome runForward(const AttentionCase& c, const InputEdit& edit) {
        {t.o.data(), t.o.size_bytes()},
        {t.lse.data(), t.lse.size_bytes()},
        {workspace.data(), workspace.size() * sizeof(float)},
-       {keyLengths.data(), keyLengths.size() * sizeof(int32_t)}});
+       {t.keyLengths.data(), t.keyLengths.size() * sizeof(int32_t)}});
   config.scheduleSeed = c.scheduleSeed;
   const std::vector<uint8_t> inputs[] = {bytesOf(q), bytesOf(k), bytesOf(v)};
   twin->run(config, params);
@@ -196,6 +195,20 @@ InputEdit nanInQueryRow(int64_t head, int64_t row) {
     t.q.set(0, head, row, t.q.layout().dims[3] / 2, std::numeric_limits<double>::quiet_NaN());
     for (int64_t d = 0; d < t.o.layout().dims[3]; ++d) t.o.set(0, head, row, d, 7.0);
     t.lse.set(0, head, row, 0, 7.0);
+  };
+}
+
+InputEdit nanPastKeyLengths(const ffpa_tools::AttentionProblem& shape) {
+  return [shape](ForwardTensors& t) {
+    constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+    for (int64_t b = 0; b < shape.batch; ++b) {
+      for (int64_t h = 0; h < shape.heads_kv; ++h) {
+        for (int64_t key = shape.keys_of(b); key < shape.seq_kv; ++key) {
+          for (int64_t d = 0; d < shape.dim_qk; ++d) t.k.set(b, h, key, d, kNan);
+          for (int64_t d = 0; d < shape.dim_v; ++d) t.v.set(b, h, key, d, kNan);
+        }
+      }
+    }
   };
 }
 

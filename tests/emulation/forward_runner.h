@@ -25,6 +25,9 @@ struct ForwardOutcome {
 struct ForwardTensors {
   ffpa_tools::HostTensor q, k, v, o, lse;
   ffpa::AttentionProblem problem;
+  // FFPA_ATTENTION_KEY_LENGTHS: the case's counts in a buffer of their own, as on the device
+  // (problem.keyLengths points into it; a move keeps the buffer), or empty.
+  std::vector<int32_t> keyLengths;
 };
 ForwardTensors forwardTensors(const AttentionCase& c);
 
@@ -82,6 +85,10 @@ void checkForward(const AttentionCase& c, const ForwardOutcome& outcome);
 // A NaN in one element of query row `row` of (batch 0, head `head`); that row's O and LSE are
 // set to 7 first, so that a kernel that does not write them fails checkNanRow().
 InputEdit nanInQueryRow(int64_t head, int64_t row);
+
+// NaN in every element of K and V past each batch entry's key count (FFPA_ATTENTION_KEY_LENGTHS,
+// `shape.key_lengths`): a kernel that lets a key past the count reach O or LSE fails the checks.
+InputEdit nanPastKeyLengths(const ffpa_tools::AttentionProblem& shape);
 
 // CHECKs that the NaN of nanInQueryRow() reached every element of that row's O and its LSE, and
 // no other row: every other O element and LSE is finite.

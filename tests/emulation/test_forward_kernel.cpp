@@ -267,18 +267,8 @@ TEST_CASE("per-batch key lengths: each batch entry attends to its own keys, and 
     AttentionCase c = caseOf(l.shape, l.knobs, l.layout, l.withLse, start++);
     c.shape.key_lengths = l.lengths;
     if (std::max(l.shape.dim_qk, l.shape.dim_v) > largest) continue;
-    const auto nanPastKeys = [&c](ForwardTensors& t) {
-      const ffpa_tools::AttentionProblem& s = c.shape;
-      for (int64_t b = 0; b < s.batch; ++b) {
-        for (int64_t h = 0; h < s.heads_kv; ++h) {
-          for (int64_t key = s.keys_of(b); key < s.seq_kv; ++key) {
-            t.k.set(b, h, key, key % s.dim_qk, std::numeric_limits<double>::quiet_NaN());
-            t.v.set(b, h, key, key % s.dim_v, std::numeric_limits<double>::quiet_NaN());
-          }
-        }
-      }
-    };
-    runNaming(c, "key_splits=", l.splits, [&](const AttentionCase& one) { return runForward(one, nanPastKeys); });
+    runNaming(c, "key_splits=", l.splits,
+              [&](const AttentionCase& one) { return runForward(one, nanPastKeyLengths(one.shape)); });
   }
 }
 

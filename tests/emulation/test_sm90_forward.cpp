@@ -176,7 +176,8 @@ ForwardOutcome runSm90(const AttentionCase& c, bool gridDnhb = false, const Inpu
        {t.v.data(), t.v.size_bytes()},
        {t.o.data(), t.o.size_bytes()},
        {t.lse.data(), t.lse.size_bytes()},
-       {workspace.data(), workspace.size() * sizeof(float)}});
+       {workspace.data(), workspace.size() * sizeof(float)},
+       {t.keyLengths.data(), t.keyLengths.size() * sizeof(int32_t)}});
   config.scheduleSeed = c.scheduleSeed;
   const auto merge = [&] {
     if (keySplit.splits > 1) mergeKeySplits(keySplit, problem, workspace.data(), t.o, t.lse, c.withLse);
@@ -606,6 +607,54 @@ TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multica
       c.start = 1130 + dqk + seed;
       runAndCheckSm90(c);
     }
+  }
+}
+
+TEST_CASE("sm90 forward: per-batch key lengths, NaN past each entry's keys, every arrangement that reads them") {
+  // FFPA_ATTENTION_KEY_LENGTHS on the split of the columns (the row split reads no counts: d_v up
+  // to 256 runs here too): entries of no key, one, a partial last tile and all keys; counts past
+  // Nkv and below 0 (clamped); bottom-right diagonals at each entry's last key (rows of a short
+  // entry that see no key) and top-left ones; one CTA with and without K and V shared, clusters of
+  // two, GQA decode merged and split, shuffled schedules. K and V are NaN past every count: a
+  // consumer that leaves its rows of V past the count in place, or a mask that misses a key,
+  // puts NaN in O.
+  struct LengthCase {
+    ffpa_tools::AttentionProblem shape;
+    std::vector<int64_t> lengths;
+    Knobs knobs;
+    bool splits;
+    uint64_t scheduleSeed;
+  };
+  const LengthCase cases[] = {
+      {problem(4, 2, 1, 37, 300, 128, 128, CausalMask::none), {0, 1, 130, 300}, {}, false, 0},
+      {problem(3, 2, 2, 70, 200, 320, 320, CausalMask::bottom_right), {200, 65, 20}, {}, false, 0},
+      {problem(2, 2, 1, 150, 260, 256, 192, CausalMask::top_left), {-5, 999}, {{FFPA_POLICY_HOPPER_KV_MULTICAST, 1}},
+       false, 0},
+      {problem(2, 1, 1, 200, 333, 512, 512, CausalMask::bottom_right), {97, 333},
+       {{FFPA_POLICY_HOPPER_KV_MULTICAST, 1}}, false, 3},
+      {problem(2, 2, 2, 70, 300, 640, 640, CausalMask::bottom_right), {131, 300}, {{FFPA_POLICY_KEY_SPLITS, 2}}, true,
+       0},
+      {problem(2, 16, 1, 1, 900, 576, 512, CausalMask::none), {900, 450}, {{FFPA_POLICY_KEY_SPLITS, 3}}, true, 0},
+      {problem(2, 8, 2, 1, 700, 128, 128, CausalMask::none), {1, 641}, {}, true, 5},
+  };
+  uint64_t start = 1400;
+  for (const LengthCase& l : cases) {
+    AttentionCase c;
+    c.shape = l.shape;
+    c.shape.key_lengths = l.lengths;
+    c.knobs = l.knobs;
+    c.layout = kLayouts[start % 3];
+    c.withLse = start % 4 != 3;
+    c.dtype = start % 2 ? DType::bfloat16 : DType::float16;
+    c.scheduleSeed = l.scheduleSeed;
+    c.start = start++;
+    const bool shared = !l.knobs.empty() && l.knobs.front().first == FFPA_POLICY_HOPPER_KV_MULTICAST;
+    runNaming(c, "key_splits=", l.splits, [shared](const AttentionCase& one) {
+      ForwardOutcome out = runSm90(one, false, nanPastKeyLengths(one.shape));
+      CHECK_MESSAGE(out.kernel.find(".row_split") == std::string::npos, out.kernel);
+      CHECK_MESSAGE((out.kernel.find(".kv2") != std::string::npos) == shared, out.kernel);
+      return out;
+    });
   }
 }
 

@@ -77,6 +77,9 @@ inline bool buildListHas(const std::string& key, const std::string& item) {
 // Whether the build compiled instances for head dim d.
 inline bool compiled(int d) { return buildListHas("head dims", std::to_string(d)); }
 
+// Whether this build compiled sm_90a code.
+inline bool hopperCompiled() { return buildListHas("architectures", "90a"); }
+
 // An H100 description changed into another GPU's: compute capability, SMs and shared memory
 // (KiB per block with opt-in, per SM).
 inline ffpaDeviceDesc_t describedGpu(int smVersion, int smCount, int blockKiB, int smKiB, const char* name) {

@@ -1,6 +1,7 @@
 // Per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) through the public API, on a described H100:
-// the attribute holds a device pointer; slices exclude it; the forward plans the mma.sync kernel
-// (the Hopper forward says why not) and the backward the reference path, in plans of their own.
+// the attribute holds a device pointer; slices exclude it; the forward plans the Hopper kernel
+// that reads the counts (the split of the columns; below d_v 65 the mma.sync kernel, the row split
+// saying why not) and the backward the reference path, in plans of their own.
 #include "plan_text.h"
 #include "test_support.h"
 
@@ -63,7 +64,12 @@ TEST_CASE("key lengths: not with attention slices, whose key ranges say which ke
   REQUIRE_OK(p.forwardWorkspace(h, attn, &bytes));
 }
 
-TEST_CASE("key lengths: the forward plans the mma.sync kernel, the backward the reference path") {
+TEST_CASE("key lengths: the forward plans a kernel that reads them, the backward the reference path") {
+  REQUIRE_COMPILED(128);
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
   Handle h;  // a described H100, the Hopper kernels on
   // GQA decode (its query heads as rows of one problem per KV head) and a causal prefill.
   for (const ffpaCausalMode_t causal : {FFPA_CAUSAL_NONE, FFPA_CAUSAL_BOTTOM_RIGHT}) {
@@ -72,16 +78,17 @@ TEST_CASE("key lengths: the forward plans the mma.sync kernel, the backward the 
     Attention attn(causal);
     const Described plain = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
     REQUIRE_MESSAGE(plain.status == FFPA_STATUS_SUCCESS, plain.text);
+    CHECK_HAS(plain.kernel, ".row_split");  // d_v 128 without counts: the Hopper row split
     const ffpaPlanCacheStats_t before = h.stats();
     setKeyLengths(attn, fakeDeviceCounts());
     const Described counted = describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse);
     REQUIRE_MESSAGE(counted.status == FFPA_STATUS_SUCCESS, counted.text);
     INFO(counted.text);
-    CHECK(counted.kernel.rfind("sm80.forward.bf16.d128", 0) == 0);
+    // The row split reads no counts: the Hopper forward's split of the columns does.
+    CHECK(counted.kernel.rfind("sm90.forward.bf16.d128", 0) == 0);
+    CHECK(counted.kernel.find(".row_split") == std::string::npos);
     CHECK_HAS(counted.text, "key_lengths");
     if (decode) CHECK_HAS(counted.config, "query_heads_as_rows=4");
-    // Where the Hopper forward served the problem without counts, it says why it does not now.
-    if (plain.kernel.rfind("sm90.", 0) == 0) CHECK_HAS(counted.text, "the mma.sync forward serves them");
     CHECK(h.stats().misses > before.misses);  // a plan of its own: the cache keys on the counts' presence
 
     const Described backward = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
@@ -90,10 +97,14 @@ TEST_CASE("key lengths: the forward plans the mma.sync kernel, the backward the 
     CHECK_HAS(backward.text, "the backward runs on the reference path");
     CHECK_HAS(backward.text, "key_lengths");
 
-    // The 64-key instance, an H100's default at d 128, reads no counts: its 32-key twin serves.
-    CHECK(counted.kernel.find(".bc64") == std::string::npos);
+    // Without the Hopper kernels, the mma.sync forward. Its 64-key instance, the default at d
+    // 128, reads no counts: its 32-key twin serves.
     Handle mmaSync;
     mmaSync.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
+    const Described portable = describeForward(mmaSync, attn, p.q, p.k, p.v, p.o, p.lse);
+    REQUIRE_MESSAGE(portable.status == FFPA_STATUS_SUCCESS, portable.text);
+    CHECK(portable.kernel.rfind("sm80.forward.bf16.d128", 0) == 0);
+    CHECK(portable.kernel.find(".bc64") == std::string::npos);
     Attention uncounted(causal);
     CHECK_HAS(describeForward(mmaSync, uncounted, p.q, p.k, p.v, p.o, p.lse).kernel, ".bc64");
 
@@ -103,4 +114,28 @@ TEST_CASE("key lengths: the forward plans the mma.sync kernel, the backward the 
     CHECK(describeForward(h, attn, p.q, p.k, p.v, p.o, p.lse).kernel == plain.kernel);
     CHECK(h.stats().misses == again.misses);
   }
+}
+
+TEST_CASE("key lengths on Hopper: K and V shared between row tiles, and d_v up to 64 on the mma.sync forward") {
+  REQUIRE_COMPILED(64, 512);
+  if (!hopperCompiled()) {
+    MESSAGE("skipped: this build compiles no sm_90a code");
+    return;
+  }
+  Handle h;  // a described H100
+  Attention attn(FFPA_CAUSAL_BOTTOM_RIGHT);
+  setKeyLengths(attn, fakeDeviceCounts());
+  // The pair of CTAs that share K and V (one batch entry: the same count) reads them too.
+  const Problem wide(FFPA_DATA_TYPE_FLOAT16, 2, 8, 8, 1000, 4096, 512, 512);
+  h.set<int32_t>(FFPA_POLICY_HOPPER_KV_MULTICAST, 1);
+  const Described shared = describeForward(h, attn, wide.q, wide.k, wide.v, wide.o, wide.lse);
+  REQUIRE_MESSAGE(shared.status == FFPA_STATUS_SUCCESS, shared.text);
+  CHECK_HAS(shared.kernel, "sm90.forward.f16.d512.kv2");
+  // d_v 64: the row split alone would serve it on Hopper, and it reads no counts.
+  const Problem narrow(FFPA_DATA_TYPE_FLOAT16, 2, 8, 8, 1000, 4096, 64, 64);
+  const Described small = describeForward(h, attn, narrow.q, narrow.k, narrow.v, narrow.o, narrow.lse);
+  REQUIRE_MESSAGE(small.status == FFPA_STATUS_SUCCESS, small.text);
+  INFO(small.text);
+  CHECK(small.kernel.rfind("sm80.forward.f16.d64", 0) == 0);
+  CHECK_HAS(small.text, "the row split reads no per-batch key lengths");
 }

@@ -16,9 +16,6 @@ using namespace ffpa_test;
 
 namespace {
 
-// Whether this build compiled sm_90a code.
-bool hopperCompiled() { return buildListHas("architectures", "90a"); }
-
 // The "skipped: sm90.forward: ..." line of a plan description ("" when there is none; the sm90
 // variant comes first, so its line is the first).
 std::string sm90Skip(const Described& d) {

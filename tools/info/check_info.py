@@ -35,6 +35,12 @@ def main(binary):
           "problem: forward bf16 B=2 Hq=16 Hkv=4 Nq=300 Nkv=300 Dqk=576 Dv=512 causal=bottom-right" in out and
           # The fast backward where the build compiles a head dim >= 576, else the reference.
           re.search(r"kernel: (sm80\.backward\.bf16\.d\d+|reference\.cublaslt\.backward)", out) is not None)
+    rc, out = run(binary, "--plan", "b=4,hq=32,hkv=8,nq=300,nkv=4096,d=128,causal=bottom-right,key-lengths=yes",
+                  "--device", "sm80")
+    check("--plan key-lengths=yes plans with per-batch key counts", rc == 0 and "key_lengths" in out and
+          "backward runs on the reference path" in out)
+    rc, out = run(binary, "--plan", "key-lengths=maybe")
+    check("--plan rejects key-lengths other than no or yes", rc == 2 and "no, yes" in out)
     rc, out = run(binary, "--plan", "hq=12,hkv=5")
     check("--plan reports a refused problem with the library's status", rc == 1 and
           "FFPA_STATUS_BAD_PARAM_SHAPE_MISMATCH" in out and "multiple" in out)

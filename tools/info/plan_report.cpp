@@ -17,6 +17,7 @@ struct Problem {
   ffpaDataType_t dtype = FFPA_DATA_TYPE_BFLOAT16;
   ffpaCausalMode_t causal = FFPA_CAUSAL_NONE;
   bool bnhd = false;
+  bool keyLengths = false;  // FFPA_ATTENTION_KEY_LENGTHS attached
 };
 
 int64_t positive(const std::string& key, const std::string& text) {
@@ -58,6 +59,8 @@ Problem parse(const std::string& text) {
                                                      {"bottom-right", FFPA_CAUSAL_BOTTOM_RIGHT}});
     } else if (key == "layout") {
       p.bnhd = pick<bool>(key, value, {{"bhnd", false}, {"bnhd", true}});
+    } else if (key == "key-lengths") {
+      p.keyLengths = pick<bool>(key, value, {{"no", false}, {"yes", true}});
     } else {
       throw std::invalid_argument("unknown key \"" + key + "\" (see --help)");
     }
@@ -111,7 +114,8 @@ void indent(std::ostream& out, const std::string& text) {
 const char* planSyntax() {
   return "comma-separated key=value: b, hq, hkv (default hq), nq, nkv (default nq), dqk or d,\n"
          "dv (default dqk), dtype (fp16, bf16, fp32), causal (none, top-left, bottom-right),\n"
-         "layout (bhnd, bnhd); defaults b=1,hq=16,nq=4096,d=512,dtype=bf16,causal=none";
+         "layout (bhnd, bnhd), key-lengths (no, yes: per-batch key counts attached);\n"
+         "defaults b=1,hq=16,nq=4096,d=512,dtype=bf16,causal=none,key-lengths=no";
 }
 
 void writePlans(std::ostream& out, ffpaHandle_t handle, const std::string& text) {
@@ -125,6 +129,14 @@ void writePlans(std::ostream& out, ffpaHandle_t handle, const std::string& text)
   const int32_t causal = p.causal;
   check(ffpaSetAttentionAttribute(attn, FFPA_ATTENTION_CAUSAL_MODE, &causal, sizeof causal),
         "ffpaSetAttentionAttribute");
+  if (p.keyLengths) {
+    // Planning reads no counts, only whether there are any: this host array stands for the
+    // device one a call would pass, and is never dereferenced.
+    static const int32_t kNeverRead[1] = {0};
+    const int32_t* counts = kNeverRead;
+    check(ffpaSetAttentionAttribute(attn, FFPA_ATTENTION_KEY_LENGTHS, &counts, sizeof counts),
+          "ffpaSetAttentionAttribute");
+  }
   const Tensor q(p.dtype, {p.b, p.hq, p.nq, p.dqk}, p.bnhd), k(p.dtype, {p.b, p.hkv, p.nkv, p.dqk}, p.bnhd),
       v(p.dtype, {p.b, p.hkv, p.nkv, p.dv}, p.bnhd), o(p.dtype, {p.b, p.hq, p.nq, p.dv}, p.bnhd),
       lse(FFPA_DATA_TYPE_FLOAT32, {p.b, p.hq, p.nq}, false);

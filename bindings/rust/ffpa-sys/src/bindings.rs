@@ -1214,13 +1214,15 @@ impl ffpaAttentionAttribute {
     #[doc = "  the device, in stream order, so they may change between calls that share the pointer (in a"]
     #[doc = "  CUDA graph, say); the pointer must stay valid while calls that use it run (planning reads no"]
     #[doc = "  counts: runtime autotune times the problem with all `Nkv` keys). A count below 0"]
-    #[doc = "  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on are never read: they may hold"]
-    #[doc = "  anything, NaN included. Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's"]
-    #[doc = "  last key (query `i` sees key `j` when `j <= i + L_b - Nq`). A query that sees no key gets"]
-    #[doc = "  O = 0 and a log-sum-exp of -infinity. Not with attention slices (whose key ranges say"]
-    #[doc = "  which keys each sequence has) or context parallelism. The forward runs on the `mma.sync`"]
-    #[doc = "  kernels (on every GPU, the Hopper forward not included) or the reference path, the"]
-    #[doc = "  backward on the reference path."]
+    #[doc = "  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on never reach the results: they"]
+    #[doc = "  may hold anything, NaN included (K and V still need all `Nkv` rows allocated: the Hopper"]
+    #[doc = "  forward loads the rest of the 64-key tile holding an entry's last key, and discards it)."]
+    #[doc = "  Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's last key (query `i` sees"]
+    #[doc = "  key `j` when `j <= i + L_b - Nq`). A query that sees no key gets O = 0 and a log-sum-exp"]
+    #[doc = "  of -infinity. Not with attention slices (whose key ranges say which keys each sequence"]
+    #[doc = "  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper"]
+    #[doc = "  forward's split of the columns (`d_v` from 65; not its row split) or on the reference"]
+    #[doc = "  path; the backward on the reference path."]
     pub const FFPA_ATTENTION_KEY_LENGTHS: ffpaAttentionAttribute = ffpaAttentionAttribute(2);
 }
 impl ffpaAttentionAttribute {

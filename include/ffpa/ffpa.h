@@ -833,7 +833,8 @@ typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
    *  of -infinity. Not with attention slices (whose key ranges say which keys each sequence
    *  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper
    *  forward's split of the columns (`d_v` from 65; not its row split) or on the reference
-   *  path; the backward on the reference path. */
+   *  path; the backward on the `mma.sync` kernels (on every GPU: the Hopper backward reads no
+   *  counts) or the reference path, and keys past a count get dK = dV = 0. */
   FFPA_ATTENTION_KEY_LENGTHS = 2,
   /* Values from 100 are reserved for packed variable-length batches and attention sinks. */
   /** @cond FFPA_INTERNAL */

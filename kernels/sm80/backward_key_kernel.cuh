@@ -15,6 +15,11 @@
 // With attention slices the CTA's keys are a key tile of one key-axis segment, and its Q tiles,
 // per query head, those of the query hull of each slice covering the segment in turn, masked by
 // that slice's rule (common/slice_mask.h): the mirror of the forward's walk.
+//
+// With per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) the keys of batch entry b from its
+// count L_b on are seen by no query: their K and V rows are zero-filled rather than read (so a NaN
+// there never meets a zero P), and their dK and dV are stored as zeros. A bottom-right diagonal
+// ends at key L_b - 1.
 #pragma once
 
 #include "common/element.cuh"
@@ -69,6 +74,9 @@ struct KeyGradientKernel {
     Element* dv;
   };
 
+  // The keys of the CTA's batch entry (keysOfBatch), worked out where used rather than held.
+  static FFPA_DEVICE int keyEnd(const BackwardParams& p, int64_t batch) { return keysOfBatch(p, batch); }
+
   static FFPA_DEVICE Coordinates locate(const BackwardParams& p) {
     Coordinates c;
     const WarpRole role = warpRole(kColWarps);
@@ -76,9 +84,10 @@ struct KeyGradientKernel {
     c.colWarp = role.colWarp;
     c.group = role.group;
     c.quad = role.quad;
-    static_cast<CtaKeys&>(c) = ctaKeys(p, p.slices, p.keyTiles, p.keyTileCount, blockIndexX(), kKeys, kQueries);
-    c.warpRow = c.rowGroup * 16;
     const GridPosition position = gridPosition(p.gridDnhb, p.headsKv);
+    static_cast<CtaKeys&>(c) = ctaKeys(p, p.slices, p.keyTiles, p.keyTileCount, blockIndexX(), kKeys, kQueries,
+                                       keyEnd(p, position.batch));
+    c.warpRow = c.rowGroup * 16;
     c.batch = position.batch;
     c.kvHead = position.head;
     c.k = static_cast<const Element*>(p.k) + c.batch * p.kStrides[0] + c.kvHead * p.kStrides[1] +
@@ -191,12 +200,13 @@ struct KeyGradientKernel {
     const int64_t statsRow0 = (c.batch * p.headsQ + t.head) * p.seqQ;
     const int firstQuery = t.firstQuery + c.colWarp * kShape.queriesPerWarp;
     // The queries that see each of the thread's two keys (g and g + 8); keys past the CTA's end
-    // (another segment's, or past the tensor) are seen by none here.
+    // (another segment's, or past the tensor) or past its batch entry's count are seen by none.
     slices::KeySpan seenBy[2];
+    const int end = keyEnd(p, c.batch);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int key = c.firstKey + c.warpRow + c.group + 8 * half;
-      seenBy[half] = queriesSeeing(p, p.slices, c, t.slice, key);
+      seenBy[half] = queriesSeeing(p, p.slices, c, t.slice, key, end);
     }
 #pragma unroll
     for (int n = 0; n < kQueryTiles; ++n) {
@@ -266,8 +276,9 @@ struct KeyGradientKernel {
     dk.clear();
     dv.clear();
     if (tiles > 0) {
-      // The CTA's K and V rows: the first commit group, before every step.
-      const int validKeys = p.seqKv - c.firstKey;
+      // The CTA's K and V rows: the first commit group, before every step (zeros past the batch
+      // entry's keys).
+      const int validKeys = keyEnd(p, c.batch) - c.firstKey;
       copyTile<kKeys, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.k, p.kStrides[2], validKeys);
       copyTile<kKeys, kThreads>(shared + l.rowsOffset + s.qkPanels * kKeys * 32, 32, s.vPanels, c.v,
                                 p.vStrides[2], validKeys);

@@ -10,7 +10,9 @@
 //
 // and writes dQ * scale once. Q and dO rows are persisted in shared memory or streamed with the
 // K and V panels of each score step. With attention slices the CTA's rows are a row tile of one
-// query segment and its KV tiles those of the forward (common/slice_mask.h).
+// query segment and its KV tiles those of the forward (common/slice_mask.h). With per-batch key
+// lengths (FFPA_ATTENTION_KEY_LENGTHS) its KV tiles end at its batch entry's count, as the
+// forward's do: the mask hides the keys past it and their K and V rows are zero-filled.
 #pragma once
 
 #include "common/element.cuh"
@@ -88,6 +90,12 @@ struct QueryGradientKernel {
 
   static FFPA_DEVICE int min2(int a, int b) { return a < b ? a : b; }
 
+  // The keys of the CTA's batch entry (keysOfBatch), worked out where used rather than held: the
+  // KV tiles it walks, their mask, and the K and V rows read (zeros past them).
+  static FFPA_DEVICE int keyEnd(const BackwardParams& p) {
+    return keysOfBatch(p, gridPosition(p.gridDnhb, p.headsQ).batch);
+  }
+
   // KV tile `tile` of the CTA (with slices: of each slice of its segment in turn).
   static FFPA_DEVICE KeyTile keyTile(const BackwardParams& p, const Coordinates& c, int tile) {
     return keyTileOf(p, c, kKeys, tile);
@@ -128,7 +136,7 @@ struct QueryGradientKernel {
       const Element* keys = isQk ? c.k : c.v;
       const int64_t stride = isQk ? p.kStrides[2] : p.vStrides[2];
       copyStepPanels<kKeys, kThreads, ffpa::sm80::kMaxScoreStepPanels>(
-          base + l.slotColumnsOffset, 32, panels, keys + int64_t(firstKey) * stride, stride, p.seqKv - firstKey,
+          base + l.slotColumnsOffset, 32, panels, keys + int64_t(firstKey) * stride, stride, keyEnd(p) - firstKey,
           firstPanel * 16);
     } else {
       // K panels of dS K: panel k of the step for column warp w is the step's panel k * kColWarps
@@ -137,14 +145,14 @@ struct QueryGradientKernel {
       const int firstPanel = (inTile - s.qkSteps - s.vSteps) * l.outputPanelsPerStep;  // of each column warp
       copyStepPanels<kKeys, kThreads, ffpa::sm80::kMaxOutputStepPanels * kColWarps, true>(
           base, 32, min2(l.outputPanelsPerStep, s.outPanels - firstPanel) * kColWarps,
-          c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], p.seqKv - firstKey, firstPanel * kColWarps * 16,
+          c.k + int64_t(firstKey) * p.kStrides[2], p.kStrides[2], keyEnd(p) - firstKey, firstPanel * kColWarps * 16,
           p.headDimQk);
     }
   }
 
   // The number of KV tiles the CTA's rows see (0 when the mask hides every key).
   static FFPA_DEVICE int visibleTiles(const BackwardParams& p, const Coordinates& c) {
-    return visibleKeyTilesOf(p, c, kKeys, kRows, p.seqKv);  // (no per-batch key lengths)
+    return visibleKeyTilesOf(p, c, kKeys, kRows, keyEnd(p));
   }
 
   // Score steps [first, first + count) of one product: acc += A B^T, A rows from the persisted
@@ -186,7 +194,7 @@ struct QueryGradientKernel {
     const KeyTile keys = keyTile(p, c, tile);
     const int firstKey = keys.firstKey + c.colWarp * kShape.keysPerWarp;
     const RowKeyMask mask =
-        rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group, p.seqKv);
+        rowKeyMask(p, keys.slice, c, keys.firstKey, kKeys, c.firstRow + c.warpRow + c.group, keyEnd(p));
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll

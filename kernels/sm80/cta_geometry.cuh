@@ -176,7 +176,9 @@ FFPA_DEVICE RowKeyMask rowKeyMask(const Params& p, int slice, const CtaRows& r, 
 // causalOffset: the first key is seen from query firstKey - causalOffset on, and every later query
 // sees at least as many keys). With slices (`view`, and `tiles`, the key axis' table for `keys`):
 // key tile `cta` of the key segments, then the CTAs past the slices' key extent, walking the
-// query hull of each slice covering the segment in turn.
+// query hull of each slice covering the segment in turn. `keyEnd`: the keys of the CTA's batch
+// entry (keysOfBatch; seqKv with slices): keys from it on are seen by no query, but stored (as
+// the zeros they get) up to the tensor's end.
 struct CtaKeys {
   int firstKey;
   int keyEnd;          // one past the last key to store (the tensor's end, or the key tile's)
@@ -187,7 +189,7 @@ struct CtaKeys {
 
 template <class Params>
 FFPA_DEVICE CtaKeys ctaKeys(const Params& p, const slices::SliceView& view, const slices::AxisTile* tiles,
-                            int tileCount, int cta, int keys, int tileQueries) {
+                            int tileCount, int cta, int keys, int tileQueries, int keyEnd) {
   CtaKeys c{cta * keys, p.seqKv, -1, 0, 0};
   if (view.slices != nullptr) {
     const slices::AxisTile tile = slices::ctaTile(view.keys, tiles, tileCount, cta, keys, p.seqKv);
@@ -198,10 +200,10 @@ FFPA_DEVICE CtaKeys ctaKeys(const Params& p, const slices::SliceView& view, cons
     return c;
   }
   const int allTiles = (p.seqQ + tileQueries - 1) / tileQueries;
-  int64_t firstQuery = p.causal ? int64_t(c.firstKey) - p.causalOffset : 0;
+  int64_t firstQuery = p.causal ? int64_t(c.firstKey) - causalOffsetOf(p, keyEnd) : 0;
   if (firstQuery < 0) firstQuery = 0;
   c.firstQueryTile = firstQuery >= p.seqQ ? allTiles : static_cast<int>(firstQuery / tileQueries);
-  c.queryTiles = c.firstKey < p.seqKv ? allTiles - c.firstQueryTile : 0;
+  c.queryTiles = c.firstKey < keyEnd ? allTiles - c.firstQueryTile : 0;
   return c;
 }
 
@@ -237,14 +239,15 @@ FFPA_DEVICE QueryTile queryTileOf(const slices::SliceView& view, const CtaKeys& 
 
 // The queries [begin, end) that see key `key` of a key-major CTA `c` (empty when end <= begin):
 // none for keys from c.keyEnd on (another segment's, or past the tensor), else those of slice
-// `slice` of `view` when it is >= 0, else every query under the causal mask (begin is then not
-// clamped to [0, seqQ]).
+// `slice` of `view` when it is >= 0, else, below `keyEnd` (the keys of the CTA's batch entry),
+// every query under the causal mask (begin is then not clamped to [0, seqQ]).
 template <class Params>
 FFPA_DEVICE slices::KeySpan queriesSeeing(const Params& p, const slices::SliceView& view, const CtaKeys& c, int slice,
-                                          int64_t key) {
+                                          int64_t key, int keyEnd) {
   if (key >= c.keyEnd) return {0, 0};
   if (slice >= 0) return slices::querySpan(view.slices[slice], key);
-  return {p.causal ? key - p.causalOffset : 0, p.seqQ};
+  if (key >= keyEnd) return {0, 0};
+  return {p.causal ? key - causalOffsetOf(p, keyEnd) : 0, p.seqQ};
 }
 
 }  // namespace ffpa::kernels::sm80

@@ -112,7 +112,7 @@ struct KeyGradientKernel {
     Position at;
     at.rank = kCluster == 1 ? 0 : clusterRank();
     static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
-        p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys);
+        p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys, p.seqKv);
     at.batch = static_cast<int>(grid.batch);
     at.kvHead = static_cast<int>(grid.head);
     at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
@@ -127,7 +127,7 @@ struct KeyGradientKernel {
 
   static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Position& at, const Step& t,
                                                    int key) {
-    const slices::KeySpan span = ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key);
+    const slices::KeySpan span = ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key, p.seqKv);
     const int64_t begin = span.begin < 0 ? 0 : span.begin;  // the causal rule's may be below 0
     return {static_cast<int>(begin < span.end ? begin : span.end), static_cast<int>(span.end)};
   }

@@ -53,7 +53,6 @@ BackwardResolution resolveBackward(const PlanRequest& r) {
   const AttentionProblem& problem = r.problem;
   const Policy& policy = r.policy;
   if (auto why = unservedProblem(problem)) return refuse(notApplicable(*why));
-  if (problem.keyLengths != nullptr) return refuse(notApplicable(kKeyLengthsInForwardOnly));
   // Inputs read by cp.async (16-byte rows) or as 4-byte pairs (O); outputs written as pairs.
   if (auto why = strideProblem({{"Q", problem.q, 8},
                                 {"K", problem.k, 8},
@@ -160,6 +159,7 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
     p.dvStrides[i] = problem.dv[i];
   }
   copyProblemSizes(problem, p);
+  p.keyLengths = problem.keyLengths;  // these kernels read them
   p.headsKv = static_cast<int32_t>(problem.headsKv);
   p.scale = problem.scale;
   p.gridDnhb = launch.gridDnhb;

@@ -104,7 +104,7 @@ Resolution servable(const PlanRequest& r) {
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
   if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
   if (queryInstances().empty()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
-  if (problem.keyLengths != nullptr) return notApplicable(sm80::kKeyLengthsInForwardOnly);
+  if (problem.keyLengths != nullptr) return notApplicable(sm80::kKeyLengthsInMmaSyncBackward);
   Resolution d;
   d.query = findQueryInstance(problem);
   d.key = findKeyInstance(problem);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "common/random.h"
@@ -286,6 +287,22 @@ void run_and_check(const ffpa_tools::Handle& handle, ffpa_tools::Workspace& work
   if (checked == Checked::forward) return;
   problem.backward(handle, workspace);
   check_backward_outputs(context, problem);
+}
+
+void nan_past_key_lengths(DeviceProblem& problem) {
+  const AttentionProblem& p = problem.config().problem;
+  if (p.key_lengths.empty()) return;
+  constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_kv; ++h) {
+      for (int64_t key = p.keys_of(b); key < p.seq_kv; ++key) {
+        for (int64_t d = 0; d < p.dim_qk; ++d) problem.k.host.set(b, h, key, d, kNan);
+        for (int64_t d = 0; d < p.dim_v; ++d) problem.v.host.set(b, h, key, d, kNan);
+      }
+    }
+  }
+  problem.k.upload();
+  problem.v.upload();
 }
 
 bool all_poison(const HostTensor& tensor) {

@@ -91,6 +91,11 @@ void check_backward_outputs(const std::string& context, const ffpa_tools::Device
 // True when every byte of `tensor` is still 0xFF, as DeviceTensor::poison() left it.
 bool all_poison(const ffpa_tools::HostTensor& tensor);
 
+// NaN in every element of K and V past each batch entry's key count (the problem's key_lengths;
+// nothing without counts), uploaded: a kernel that lets a key past its count reach a result fails
+// the checks.
+void nan_past_key_lengths(ffpa_tools::DeviceProblem& problem);
+
 // Which passes run_and_check() runs and checks.
 enum class Checked { forward, backward, both };
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -67,9 +68,11 @@ bool same_bytes(const HostTensor& a, const HostTensor& b) {
 }
 
 // Forward (which writes the O and LSE the backward takes), then the backward on `handle`; CHECKs
-// that the backward plan is a fast one and the gradients.
+// that the backward plan is a fast one and the gradients. `edit`, if given, changes the inputs
+// after they are filled (and uploads them again).
 void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCase& test,
-                       const char* prefix = kFastBackwardPrefix) {
+                       const char* prefix = kFastBackwardPrefix,
+                       const std::function<void(DeviceProblem&)>& edit = {}) {
   const std::string context = test.to_string();
   INFO(context);
   const AttentionProblem& p = test.config.problem;
@@ -79,6 +82,7 @@ void run_fast_backward(const Handle& handle, Workspace& workspace, const TestCas
   }
   DeviceProblem problem(test.config);
   problem.fill_inputs(test.start);
+  if (edit) edit(problem);
   const std::string kernel = planned_backward(handle, problem);
   CHECK_MESSAGE(kernel.rfind(prefix, 0) == 0, context << ": planned " << kernel << ", not an " << prefix << " kernel");
   problem.forward(handle, workspace, true);
@@ -112,6 +116,36 @@ TEST_CASE("sm80 backward: causal + bf16 + d = 320, the worst case of fp16 read-m
   for (const CausalMask mask : {CausalMask::top_left, CausalMask::bottom_right}) {
     const AttentionProblem shape = attention_shape(2, 8, 2, 1024, 1024, 320, 320, mask);
     run_fast_backward(handle, workspace, {make_config(shape, DType::bfloat16, LayoutKind::bhnd, 0.0), true, 7320});
+  }
+}
+
+TEST_CASE("sm80 backward: per-batch key lengths, NaN in K and V past them, on every GPU") {
+  // FFPA_ATTENTION_KEY_LENGTHS on the default handle (a Hopper GPU plans the mma.sync backward
+  // too: the Hopper one reads no counts): entries of no key, one, a partial tile and all keys,
+  // counts out of range (clamped), both causal alignments, GQA, layouts; dK and dV of keys past a
+  // count exactly 0, a NaN there reaching no gradient.
+  const struct {
+    AttentionProblem shape;
+    std::vector<int64_t> lengths;
+    DType dtype;
+    LayoutKind layout;
+  } cases[] = {
+      {attention_shape(4, 4, 2, 100, 300, 128, 128, CausalMask::none), {0, 1, 130, 300}, DType::float16,
+       LayoutKind::bhnd},
+      {attention_shape(3, 8, 2, 200, 500, 320, 320, CausalMask::bottom_right), {500, 129, 20}, DType::bfloat16,
+       LayoutKind::bnhd},
+      {attention_shape(2, 4, 4, 150, 400, 512, 512, CausalMask::top_left), {-3, 999}, DType::bfloat16,
+       LayoutKind::padded_aligned},
+      {attention_shape(2, 4, 1, 64, 700, 1024, 1024, CausalMask::bottom_right), {333, 700}, DType::float16,
+       LayoutKind::bhnd},
+  };
+  Handle handle;
+  Workspace workspace;
+  uint64_t start = 7400;
+  for (const auto& c : cases) {
+    TestCase test{make_config(c.shape, c.dtype, c.layout, 0.0), true, start++};
+    test.config.problem.key_lengths = c.lengths;
+    run_fast_backward(handle, workspace, test, kFastBackwardPrefix, nan_past_key_lengths);
   }
 }
 

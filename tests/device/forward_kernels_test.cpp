@@ -872,18 +872,6 @@ TEST_CASE("fast forward: per-batch key lengths, and NaN in K and V past them") {
       {{2, 2, 2, 300, 700, 512, 512, CausalMask::bottom_right, DType::float16, LayoutKind::bhnd}, {333, 700}},
       {{2, 2, 1, 200, 500, 1024, 1024, CausalMask::none, DType::bfloat16, LayoutKind::bnhd}, {257, 450}},
   };
-  const auto nan_past_counts = [](DeviceProblem& problem) {
-    const AttentionProblem& p = problem.config().problem;
-    constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-    for (int64_t b = 0; b < p.batch; ++b)
-      for (int64_t h = 0; h < p.heads_kv; ++h)
-        for (int64_t key = p.keys_of(b); key < p.seq_kv; ++key) {
-          for (int64_t d = 0; d < p.dim_qk; ++d) problem.k.host.set(b, h, key, d, kNan);
-          for (int64_t d = 0; d < p.dim_v; ++d) problem.v.host.set(b, h, key, d, kNan);
-        }
-    problem.k.upload();
-    problem.v.upload();
-  };
   Workspace workspace;
   uint64_t start = 47200;
   // mma.sync; the Hopper forward; the Hopper forward with K and V shared between row tiles.
@@ -897,7 +885,7 @@ TEST_CASE("fast forward: per-batch key lengths, and NaN in K and V past them") {
       fast_case.test.config.problem.key_lengths = row.lengths;
       fast_case.accumulator = FFPA_ACCUMULATOR_F32;
       run_fast_case(handles, workspace, fast_case, [&](DeviceProblem& problem) {
-        nan_past_counts(problem);
+        nan_past_key_lengths(problem);
         if (kernels == 0 || row.shape.dv <= 64) return;
         // On an H100, d_v from 65 stays on the Hopper forward: its split of the columns reads the counts.
         const std::string kernel = planned_kernel(handles.fast(FFPA_ACCUMULATOR_F32), descriptors_of(problem, true));

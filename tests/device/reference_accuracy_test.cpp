@@ -46,8 +46,8 @@ TEST_CASE("forward and backward match float64 attention at large head dims (larg
 
 TEST_CASE("forward and backward with per-batch key lengths match float64 attention") {
   // FFPA_ATTENTION_KEY_LENGTHS: entries of no key, a partial tile and all keys, a count out of
-  // range; the forward on the fast kernels, the backward on the reference path (dK and dV of the
-  // keys past an entry's count exactly 0).
+  // range; the forward and the backward as planned (the fast kernels), each against float64 (dK
+  // and dV of the keys past an entry's count exactly 0).
   struct LengthCase {
     AttentionProblem shape;
     std::vector<int64_t> lengths;

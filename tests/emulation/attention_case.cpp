@@ -1,6 +1,7 @@
 #include "attention_case.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 namespace emulation_test {
@@ -56,6 +57,20 @@ ffpa::AttentionProblem libraryProblem(const AttentionCase& c, ffpa::Direction di
   problem.scale = static_cast<float>(s.scale);  // the attribute is a float
   problem.hasLse = c.withLse || direction == ffpa::Direction::Backward;
   return problem;
+}
+
+void nanPastKeyCounts(const ffpa_tools::AttentionProblem& shape, ffpa_tools::HostTensor& k,
+                      ffpa_tools::HostTensor& v) {
+  if (shape.key_lengths.empty()) return;
+  constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    for (int64_t h = 0; h < shape.heads_kv; ++h) {
+      for (int64_t key = shape.keys_of(b); key < shape.seq_kv; ++key) {
+        for (int64_t d = 0; d < shape.dim_qk; ++d) k.set(b, h, key, d, kNan);
+        for (int64_t d = 0; d < shape.dim_v; ++d) v.set(b, h, key, d, kNan);
+      }
+    }
+  }
 }
 
 std::unique_ptr<ffpa::slices::SliceTable> sliceTableOf(const AttentionCase& c) {

@@ -56,6 +56,12 @@ ffpaAccumulator_t accumulatorOf(const AttentionCase& c);
 // The library's table of the case's slices (c.shape.slices), or null when it has none.
 std::unique_ptr<ffpa::slices::SliceTable> sliceTableOf(const AttentionCase& c);
 
+// NaN in every element of K and V (key tensors of c.shape) past each batch entry's key count
+// (FFPA_ATTENTION_KEY_LENGTHS, c.shape.key_lengths; nothing without counts): a kernel that lets a
+// key past the count reach its results fails the checks.
+void nanPastKeyCounts(const ffpa_tools::AttentionProblem& shape, ffpa_tools::HostTensor& k,
+                      ffpa_tools::HostTensor& v);
+
 // The tensor's bytes, and whether every byte is still the 0xFF poison.
 std::vector<uint8_t> bytesOf(const ffpa_tools::HostTensor& tensor);
 bool allPoison(const ffpa_tools::HostTensor& tensor);

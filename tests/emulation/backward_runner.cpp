@@ -21,7 +21,8 @@ using ffpa_tools::HostTensor;
 
 ffpa::emulation::Buffer bufferOf(const HostTensor& tensor) { return {tensor.data(), tensor.size_bytes()}; }
 
-// Rows [0, rows) of dimension 2 of `tensor` for which `selected(row)` holds that are not all zero.
+// Rows of dimension 2 of `tensor` (row `row` of batch entry `b`) for which `selected(b, row)`
+// holds that are not all zero.
 template <class Selected>
 int64_t nonzeroRows(const HostTensor& tensor, Selected selected) {
   const auto& l = tensor.layout();
@@ -29,7 +30,7 @@ int64_t nonzeroRows(const HostTensor& tensor, Selected selected) {
   for (int64_t b = 0; b < l.dims[0]; ++b) {
     for (int64_t h = 0; h < l.dims[1]; ++h) {
       for (int64_t row = 0; row < l.dims[2]; ++row) {
-        if (!selected(row)) continue;
+        if (!selected(b, row)) continue;
         bool nonzero = false;
         for (int64_t column = 0; column < l.dims[3]; ++column) nonzero = nonzero || tensor.get(b, h, row, column) != 0.0;
         count += nonzero;
@@ -50,9 +51,15 @@ BackwardOutcome runBackward(const AttentionCase& c, GradientRun queryGradient, G
   k.fill_uniform(random, -2.0, 2.0);
   v.fill_uniform(random, -1.0, 1.0);
   dO.fill_uniform(random, -1.0, 1.0);
+  // FFPA_ATTENTION_KEY_LENGTHS: NaN past each count (float64 attention reads none of it), and the
+  // counts in a buffer of their own, as on the device.
+  nanPastKeyCounts(s, k, v);
+  std::vector<int32_t> keyLengths(s.key_lengths.begin(), s.key_lengths.end());
+  const ffpa::emulation::Buffer counts(keyLengths.data(), keyLengths.size() * sizeof(int32_t));
 
   // O and LSE as a forward returns them: float64 attention rounded to the output types.
   ffpa::AttentionProblem problem = libraryProblem(c, ffpa::Direction::Backward);
+  if (!keyLengths.empty()) problem.keyLengths = keyLengths.data();
   // The case's slices as the library holds them, read by the emulated kernels from the host.
   const std::unique_ptr<ffpa::slices::SliceTable> table = sliceTableOf(c);
   if (table) problem.slices = table.get();
@@ -132,7 +139,7 @@ BackwardOutcome runBackward(const AttentionCase& c, GradientRun queryGradient, G
                  " with " + out.kernel;
   } else {
     twin->queryGradient(scheduled({dims(grids.query), launch.queryShape.threads(), params.queryLayout.sharedBytes,
-                                   {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq)}},
+                                   {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dq), counts}},
                                   c.scheduleSeed),
                         params);
   }
@@ -144,7 +151,8 @@ BackwardOutcome runBackward(const AttentionCase& c, GradientRun queryGradient, G
                  " with " + out.kernel;
   } else {
     twin->keyGradient(scheduled({dims(grids.key), launch.keyShape.threads(), params.keyLayout.sharedBytes,
-                                 {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv)}},
+                                 {bufferOf(q), bufferOf(k), bufferOf(v), bufferOf(dO), bufferOf(out.dk), bufferOf(out.dv),
+                                  counts}},
                                 c.scheduleSeed),
                       params);
   }
@@ -174,8 +182,8 @@ void checkBackward(const AttentionCase& c, const BackwardOutcome& outcome) {
     CHECK_MESSAGE(actual[i]->gaps_untouched(), context << "\n  " << names[i] << ": layout gaps were written");
   }
   const ffpa_tools::AttentionProblem& s = c.shape;
-  const auto unseen = [&](int64_t key) { return s.seen_by_no_query(key); };
-  CHECK_MESSAGE(nonzeroRows(outcome.dq, [&](int64_t row) { return s.sees_no_key(row); }) == 0,
+  const auto unseen = [&](int64_t b, int64_t key) { return s.seen_by_no_query(key, b); };
+  CHECK_MESSAGE(nonzeroRows(outcome.dq, [&](int64_t b, int64_t row) { return s.sees_no_key(row, b); }) == 0,
                 context << "\n  dQ of a query that sees no key must be exactly 0");
   CHECK_MESSAGE(nonzeroRows(outcome.dk, unseen) == 0, context << "\n  dK of a key no query sees must be exactly 0");
   CHECK_MESSAGE(nonzeroRows(outcome.dv, unseen) == 0, context << "\n  dV of a key no query sees must be exactly 0");

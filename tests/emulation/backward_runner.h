@@ -32,8 +32,10 @@ using GradientRun = std::string (*)(const ffpa::AttentionProblem& problem, const
                                     const float* rowStats, std::vector<ffpa::emulation::Buffer> buffers,
                                     uint64_t scheduleSeed);
 
-// Plans and runs `c` (with `queryGradient` for dQ and `keyGradient` for dK and dV when given). Throws std::runtime_error when the planner refuses the problem and
-// ffpa::emulation::KernelError when the emulator finds a bug in a kernel.
+// Plans and runs `c` (with `queryGradient` for dQ and `keyGradient` for dK and dV when given).
+// With per-batch key lengths (c.shape.key_lengths) K and V hold NaN past each count. Throws
+// std::runtime_error when the planner refuses the problem and ffpa::emulation::KernelError when
+// the emulator finds a bug in a kernel.
 BackwardOutcome runBackward(const AttentionCase& c, GradientRun queryGradient = nullptr,
                             GradientRun keyGradient = nullptr);
 

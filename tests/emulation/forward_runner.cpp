@@ -199,17 +199,7 @@ InputEdit nanInQueryRow(int64_t head, int64_t row) {
 }
 
 InputEdit nanPastKeyLengths(const ffpa_tools::AttentionProblem& shape) {
-  return [shape](ForwardTensors& t) {
-    constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-    for (int64_t b = 0; b < shape.batch; ++b) {
-      for (int64_t h = 0; h < shape.heads_kv; ++h) {
-        for (int64_t key = shape.keys_of(b); key < shape.seq_kv; ++key) {
-          for (int64_t d = 0; d < shape.dim_qk; ++d) t.k.set(b, h, key, d, kNan);
-          for (int64_t d = 0; d < shape.dim_v; ++d) t.v.set(b, h, key, d, kNan);
-        }
-      }
-    }
-  };
+  return [shape](ForwardTensors& t) { nanPastKeyCounts(shape, t.k, t.v); };
 }
 
 void checkNanRow(const AttentionCase& c, const ForwardOutcome& outcome, int64_t head, int64_t row) {

@@ -1,7 +1,7 @@
 // Per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) through the public API, on a described H100:
 // the attribute holds a device pointer; slices exclude it; the forward plans the Hopper kernel
 // that reads the counts (the split of the columns; below d_v 65 the mma.sync kernel, the row split
-// saying why not) and the backward the reference path, in plans of their own.
+// saying why not) and the mma.sync backward (the Hopper one saying why not), in plans of their own.
 #include "plan_text.h"
 #include "test_support.h"
 
@@ -64,7 +64,7 @@ TEST_CASE("key lengths: not with attention slices, whose key ranges say which ke
   REQUIRE_OK(p.forwardWorkspace(h, attn, &bytes));
 }
 
-TEST_CASE("key lengths: the forward plans a kernel that reads them, the backward the reference path") {
+TEST_CASE("key lengths: the forward and the backward plan kernels that read them") {
   REQUIRE_COMPILED(128);
   if (!hopperCompiled()) {
     MESSAGE("skipped: this build compiles no sm_90a code");
@@ -91,10 +91,11 @@ TEST_CASE("key lengths: the forward plans a kernel that reads them, the backward
     if (decode) CHECK_HAS(counted.config, "query_heads_as_rows=4");
     CHECK(h.stats().misses > before.misses);  // a plan of its own: the cache keys on the counts' presence
 
+    // The backward: the mma.sync kernels read the counts, the Hopper ones say why they do not.
     const Described backward = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
     REQUIRE_MESSAGE(backward.status == FFPA_STATUS_SUCCESS, backward.text);
-    CHECK(backward.kernel.rfind("reference", 0) == 0);
-    CHECK_HAS(backward.text, "the backward runs on the reference path");
+    CHECK(backward.kernel.rfind("sm80.backward.bf16.d128", 0) == 0);
+    CHECK_HAS(backward.text, "the mma.sync backward serves them");
     CHECK_HAS(backward.text, "key_lengths");
 
     // Without the Hopper kernels, the mma.sync forward. Its 64-key instance, the default at d

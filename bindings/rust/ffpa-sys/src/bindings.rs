@@ -1222,7 +1222,8 @@ impl ffpaAttentionAttribute {
     #[doc = "  of -infinity. Not with attention slices (whose key ranges say which keys each sequence"]
     #[doc = "  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper"]
     #[doc = "  forward's split of the columns (`d_v` from 65; not its row split) or on the reference"]
-    #[doc = "  path; the backward on the reference path."]
+    #[doc = "  path; the backward on the `mma.sync` kernels (on every GPU: the Hopper backward reads no"]
+    #[doc = "  counts) or the reference path, and keys past a count get dK = dV = 0."]
     pub const FFPA_ATTENTION_KEY_LENGTHS: ffpaAttentionAttribute = ffpaAttentionAttribute(2);
 }
 impl ffpaAttentionAttribute {

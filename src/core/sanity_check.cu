@@ -48,7 +48,7 @@ struct Checked {
   Strides strides;
   bool allowNegInf;
   bool isOutput;
-  const int32_t* rowLimits = nullptr;  // FFPA_ATTENTION_KEY_LENGTHS for K and V: rows past them unread
+  const int32_t* rowLimits = nullptr;  // FFPA_ATTENTION_KEY_LENGTHS for K and V: rows past them unchecked
 };
 
 void enqueueCount(const Checked& t, unsigned long long* counter, cudaStream_t stream) {
@@ -76,7 +76,7 @@ std::vector<Checked> tensorsOf(const AttentionProblem& p, const TensorArgs& a) {
   const std::array<int64_t, 4> vDims{p.batch, p.headsKv, p.seqKv, p.headDimV};
   const std::array<int64_t, 4> oDims{p.batch, p.headsQ, p.seqQ, p.headDimV};
   const std::array<int64_t, 4> lseDims{p.batch, p.headsQ, p.seqQ, 1};
-  // K and V past per-batch key lengths are never read: they may hold NaN.
+  // K and V past per-batch key lengths never reach a result: they may hold NaN.
   std::vector<Checked> list = {{"q", a.q, dt, qDims, p.q, false, false},
                                {"k", a.k, dt, kDims, p.k, false, false, p.keyLengths},
                                {"v", a.v, dt, vDims, p.v, false, false, p.keyLengths}};

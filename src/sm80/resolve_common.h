@@ -60,11 +60,6 @@ struct LaunchParameter {
   std::function<void(int64_t)> set;
 };
 
-// Why the Hopper backward, which does not read FFPA_ATTENTION_KEY_LENGTHS, leaves such a problem
-// to the mma.sync one.
-constexpr const char* kKeyLengthsInMmaSyncBackward =
-    "per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS): the mma.sync backward serves them";
-
 // Split-KV's launch parameters ("split_kv" 0 or 1, "split_min_tiles" 1 to 1024), writing into
 // `tuning`, appended to `parameters`; FFPA_POLICY_KEY_SPLITS overrides both.
 void addKeySplitParameters(std::vector<LaunchParameter>& parameters, KeySplitTuning& tuning);

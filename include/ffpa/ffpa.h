@@ -827,14 +827,14 @@ typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
    *  counts: runtime autotune times the problem with all `Nkv` keys). A count below 0
    *  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on never reach the results: they
    *  may hold anything, NaN included (K and V still need all `Nkv` rows allocated: the Hopper
-   *  forward loads the rest of the 64-key tile holding an entry's last key, and discards it).
+   *  kernels load the rest of the 64-key tile holding an entry's last key, and discard it).
    *  Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's last key (query `i` sees
    *  key `j` when `j <= i + L_b - Nq`). A query that sees no key gets O = 0 and a log-sum-exp
    *  of -infinity. Not with attention slices (whose key ranges say which keys each sequence
    *  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper
    *  forward's split of the columns (`d_v` from 65; not its row split) or on the reference
-   *  path; the backward on the `mma.sync` kernels (on every GPU: the Hopper backward reads no
-   *  counts) or the reference path, and keys past a count get dK = dV = 0. */
+   *  path; the backward on the `mma.sync` kernels, the Hopper ones or the reference path, and
+   *  keys past a count get dK = dV = 0. */
   FFPA_ATTENTION_KEY_LENGTHS = 2,
   /* Values from 100 are reserved for packed variable-length batches and attention sinks. */
   /** @cond FFPA_INTERNAL */

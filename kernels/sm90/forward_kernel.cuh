@@ -82,9 +82,6 @@ struct ForwardKernel {
   // is done with its part, and with p.overlap consumer 1 runs a tile behind consumer 0.
   static constexpr bool kSplitValues = !kShareKv;
   static constexpr int kBlocks0 = kColumns0 / kBlockColumns;  // consumer 0's V blocks
-  // Every instance reads per-batch key lengths where the problem has them (the row split reads
-  // none: the planner leaves such problems to this kernel).
-  static constexpr bool kReadsKeyLengths = true;
 
   // Shared addresses of the CTA's tiles and barriers (1024-byte aligned base).
   struct Shared {
@@ -98,11 +95,13 @@ struct ForwardKernel {
 
   using Position = RowTile;
 
+  // Every instance reads per-batch key lengths where the problem has them (the row split reads
+  // none: the planner leaves such problems to this kernel).
   static FFPA_DEVICE Position locate(const ForwardParams& p) {
     if constexpr (kShareKv) {
-      return locateKvSharingRowTile<kReadsKeyLengths>(p);
+      return locateKvSharingRowTile<true>(p);
     } else {
-      Position at = locateRowTile<kCluster, kReadsKeyLengths>(p, p.sliced);
+      Position at = locateRowTile<kCluster, true>(p, p.sliced);
       at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
       return at;
     }
@@ -220,26 +219,24 @@ struct ForwardKernel {
 
   // The keys of the rows' batch entry (keyEndOf), read where used rather than held.
   static FFPA_DEVICE int keyEnd(const ForwardParams& p, const Position& at) {
-    return keyEndOf<kReadsKeyLengths>(p, at.batch);
+    return keyEndOf<true>(p, at.batch);
   }
 
   // Consumer `consumer`'s blocks of V in KV tile `tile` (no slices: keys from (firstTile + tile) *
   // 64), where the tile holds the last key of the batch entry's count below seqKv and reaches past
-  // it: once V has landed (V full; waiting again later costs nothing), the rows past the count
-  // become zeros (zeroBlockRows, at the consumer's own named barrier). Called where none of the
-  // consumer's products is in flight. Nothing without key lengths: TMA fills rows past seqKv with
-  // zeros.
+  // it (firstRowPastKeys): once V has landed (V full; waiting again later costs nothing), the rows
+  // past the count become zeros (zeroBlockRows, at the consumer's own named barrier). Called where
+  // none of the consumer's products is in flight. Nothing without key lengths: TMA fills rows past
+  // seqKv with zeros.
   static FFPA_DEVICE void clearValuesPastKeys(const ForwardParams& p, const Shared& s, const Position& at, int tile,
                                               int consumer) {
-    if (!kReadsKeyLengths || p.keyLengths == nullptr) return;
-    const int end = keyEnd(p, at);
-    const int firstKey = (at.firstTile + tile) * kKeys;
-    if (end >= p.seqKv || end >= firstKey + kKeys) return;
+    if (p.keyLengths == nullptr) return;
+    const int firstRow = firstRowPastKeys((at.firstTile + tile) * kKeys, keyEnd(p, at), p.seqKv);
+    if (firstRow == kKeys) return;
     mbarrierWait(s.barrier(kVFull0 + (kSplitValues ? consumer : 0)), tile & 1);
     const int firstBlock = consumer == 0 ? 0 : kBlocks0;
     const int blocks = consumer == 0 ? kBlocks0 : at.v.count - kBlocks0;
-    zeroBlockRows(s.v + firstBlock * kBlockBytes, blocks, end > firstKey ? end - firstKey : 0,
-                  kClearedValuesBarrierId + consumer);
+    zeroBlockRows(s.v + firstBlock * kBlockBytes, blocks, firstRow, kClearedRowsBarrierId + consumer);
   }
 
   // --- consumer 0: scores, softmax, P, and the first output columns -----------------------------

@@ -70,10 +70,11 @@ constexpr int clusterSizeFor(int headDimV) { return headDimV > 512 ? 2 : 1; }
 constexpr int kMinForwardHeadDimV = kBlockColumns + 1;
 constexpr int kMaxForwardHeadDimV = 1024;
 
-// With per-batch key lengths, consumer w of the split of the columns zeroes the rows of its V
-// blocks past its batch entry's keys, then waits for its warpgroup at named barrier
-// kClearedValuesBarrierId + w (forward_kernel.cuh, clearValuesPastKeys).
-constexpr int kClearedValuesBarrierId = 4;
+// With per-batch key lengths, consumer w zeroes the rows past its batch entry's keys of the K or
+// V blocks it multiplies (the forward's split of the columns: V; the gradient kernels: V, and the
+// dQ kernel's K), then waits for its warpgroup at named barrier kClearedRowsBarrierId + w
+// (warpgroup_tiles.cuh, zeroBlockRows).
+constexpr int kClearedRowsBarrierId = 4;
 
 // The row split (forward_row_split_kernel.cuh; no attention slices, no K and V sharing): a CTA of
 // 128 rows, each consumer 64 of them with all of O's columns, d_v up to 256 (128 fp32 registers),

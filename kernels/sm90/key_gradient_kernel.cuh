@@ -27,6 +27,10 @@
 // With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's (cluster's) keys are one key
 // tile of a key segment, and its query tiles per head are the walk over the rows that see them
 // through each slice covering the segment in turn, masked by that tile's slice.
+//
+// With per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) the keys from the batch entry's count
+// on are seen by no query: a CTA wholly past it walks no step and stores zeros, and the one that
+// holds the count's last key zeroes its V rows past it (clearValuesPastKeys).
 #pragma once
 
 #include "common/element.cuh"
@@ -107,13 +111,21 @@ struct KeyGradientKernel {
     return s;
   }
 
+  // The keys of the CTA's batch entry (keyEndOf), read where used rather than held: keys from it
+  // on are seen by no query (a CTA wholly past it walks no step), and stored as the zeros they
+  // get up to the tensor's end.
+  static FFPA_DEVICE int keyEnd(const KeyGradientParams& p, const Position& at) {
+    return keyEndOf<true>(p, at.batch);
+  }
+
   static FFPA_DEVICE Position locate(const KeyGradientParams& p) {
     const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsKv);
     Position at;
     at.rank = kCluster == 1 ? 0 : clusterRank();
-    static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
-        p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys, p.seqKv);
     at.batch = static_cast<int>(grid.batch);
+    static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
+        p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys,
+        keyEnd(p, at));
     at.kvHead = static_cast<int>(grid.head);
     at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
     at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
@@ -127,7 +139,8 @@ struct KeyGradientKernel {
 
   static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Position& at, const Step& t,
                                                    int key) {
-    const slices::KeySpan span = ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key, p.seqKv);
+    const slices::KeySpan span =
+        ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key, keyEnd(p, at));
     const int64_t begin = span.begin < 0 ? 0 : span.begin;  // the causal rule's may be below 0
     return {static_cast<int>(begin < span.end ? begin : span.end), static_cast<int>(span.end)};
   }
@@ -284,6 +297,16 @@ struct KeyGradientKernel {
     }
   }
 
+  // With per-batch key lengths, consumer 1 zeroes the CTA's V rows past the batch entry's keys
+  // (firstRowPastKeys), once, as V is resident: their rows of dP^T would reach dS^T = P^T (dP^T -
+  // delta) as NaN times P^T = 0, and from there dK's rows past the count, which must be zeros.
+  // K's rows need none: they reach S^T only, which the mask replaces.
+  static FFPA_DEVICE void clearValuesPastKeys(const KeyGradientParams& p, const Shared& s, const Position& at) {
+    if (p.keyLengths == nullptr) return;
+    const int firstRow = firstRowPastKeys(at.firstKey, keyEnd(p, at), p.seqKv);
+    if (firstRow < kKeys) zeroBlockRows(s.v, at.v.count, firstRow, kClearedRowsBarrierId + 1);
+  }
+
   // Consumer 1: dP^T - delta for consumer 0, and the other columns of dV and dK. kDeferKey (two
   // Q buffers): dK1 += dS^T Q of step s - 1 runs while step s's partial dP^T makes its first
   // round trip in the cluster.
@@ -294,7 +317,10 @@ struct KeyGradientKernel {
     for (float& value : dv) value = 0.0f;
     for (float& value : dk) value = 0.0f;
     const BufferRing qRing{p.qBuffers};
-    if (at.steps > 0) mbarrierWait(s.barrier(kKeyVFull), 0);
+    if (at.steps > 0) {
+      mbarrierWait(s.barrier(kKeyVFull), 0);
+      clearValuesPastKeys(p, s, at);
+    }
     for (int step = 0; step < at.steps; ++step) {
       const Step t = stepOf(p, at, step);
       float delta[kKeys / 4];

@@ -27,6 +27,10 @@
 // With attention slices (sm90/forward_params.h, SlicedTiles) a CTA's rows are one row tile of a
 // query segment and its KV tiles those of the forward's walk, masked by each tile's slice.
 //
+// With per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) a CTA walks the KV tiles of its batch
+// entry's keys, masked at its count, and the tile that holds the count's last key has the rest
+// of its K and V rows zeroed before they reach a product (clearRowsPastKeys).
+//
 // In a cluster (kCluster = 2 or 4), each CTA holds its share of the head dims' 64-column blocks;
 // consumer 0 sums its partial S over the cluster, consumer 1 its partial dP, each through its own
 // buffers and mbarriers (warpgroup_tiles.cuh: reducePartials), before either is used.
@@ -91,9 +95,26 @@ struct QueryGradientKernel {
 
   static FFPA_DEVICE Position locate(const QueryGradientParams& p) {
     Position at;
-    static_cast<RowTile&>(at) = locateRowTile<kCluster>(p, p.sliced);
+    static_cast<RowTile&>(at) = locateRowTile<kCluster, true>(p, p.sliced);
     at.statsRow = (at.batch * p.headsQ + at.head) * p.seqQ + at.firstRow;
     return at;
+  }
+
+  // The keys of the rows' batch entry (keyEndOf), read where used rather than held.
+  static FFPA_DEVICE int keyEnd(const QueryGradientParams& p, const Position& at) {
+    return keyEndOf<true>(p, at.batch);
+  }
+
+  // Where KV tile `keys` holds rows past the batch entry's keys (firstRowPastKeys), consumer
+  // `consumer` zeroes them in the `count` landed blocks of its operand from `blocks`: consumer 0
+  // in K, whose rows dS K multiplies by dS = 0 there (consumer 1 reads K after dS full, which
+  // orders the zeros before it), consumer 1 in V, whose rows give the columns of dP that
+  // dS = P (dP - delta) multiplies by P = 0.
+  static FFPA_DEVICE void clearRowsPastKeys(const QueryGradientParams& p, const Position& at, const KeyTile& keys,
+                                            uint32_t blocks, int count, int consumer) {
+    if (p.keyLengths == nullptr) return;
+    const int firstRow = firstRowPastKeys(keys.firstKey, keyEnd(p, at), p.seqKv);
+    if (firstRow < kKeys) zeroBlockRows(blocks, count, firstRow, kClearedRowsBarrierId + consumer);
   }
 
   // --- producer ---------------------------------------------------------------------------------
@@ -170,6 +191,7 @@ struct QueryGradientKernel {
       const int kSlot = kRing.slot(tile);
       const uint32_t k = s.k + kSlot * kKBytes;
       mbarrierWait(s.barrier(kGradKFull0 + kSlot), kRing.use(tile) & 1);
+      clearRowsPastKeys(p, at, keys, k, kCtaBlocks, 0);
       scoreProduct<Tag>(t, s.q, k, at.qk.count);
       if constexpr (kDeferKey) {
         // dQ0 of the previous tile (none yet on the first: an empty group).
@@ -189,7 +211,7 @@ struct QueryGradientKernel {
       VisibleKeys visible[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half), p.seqKv);
+        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half), keyEnd(p, at));
       }
       const auto rowLse2 = [&](int half, int, int) { return lse2[half]; };
       tileProbabilities(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);
@@ -257,6 +279,7 @@ struct QueryGradientKernel {
     for (int tile = 0; tile < at.tiles; ++tile) {
       float dp[kTileRegisters];
       mbarrierWait(s.barrier(kGradVFull), tile & 1);
+      clearRowsPastKeys(p, at, keyTileOf(p.sliced, at, tile), s.v, at.v.count, 1);
       scoreProduct<Tag>(dp, s.dO, s.v, at.v.count);
       mbarrierArrive(s.barrier(kGradVEmpty));
       if constexpr (kDeferKey) {

@@ -41,9 +41,10 @@ struct RowTile : ffpa::kernels::sm80::CtaRows {
 };
 
 // The keys of the rows' batch entry: seqKv, or where the kernel reads per-batch key lengths
-// (kKeyLengths: the forward's split of the columns; FFPA_ATTENTION_KEY_LENGTHS) its count
-// (sm80::keysOfBatch: clamped to [0, seqKv]). Worked out where it is used, not kept in RowTile:
-// the consumers hold O at the register limit across the KV loop.
+// (kKeyLengths: the forward's split of the columns and the gradient kernels;
+// FFPA_ATTENTION_KEY_LENGTHS) its count (sm80::keysOfBatch: clamped to [0, seqKv]; seqKv without
+// counts). Worked out where it is used, not kept in RowTile: the consumers hold O or the
+// gradients at the register limit across the KV loop.
 template <bool kKeyLengths, class Params>
 FFPA_DEVICE int keyEndOf(const Params& p, int64_t batch) {
   if constexpr (kKeyLengths) {
@@ -289,6 +290,16 @@ FFPA_DEVICE void zeroBlockRows(uint32_t blocks, int count, int firstRow, int bar
   }
   fenceProxyAsync();
   namedBarrier(barrierId, 128);
+}
+
+// The first row past a batch entry's `keyEnd` keys (keyEndOf) of the KV tile of keys [firstKey,
+// firstKey + 64) that TMA filled from the tensor's rows (keyEnd < seqKv; past seqKv it fills
+// zeros), or kKeys where the tile holds none: the rows a consumer zeroes (zeroBlockRows) before
+// its K or V reaches a product, since a mask replaces a score but P = 0 or dS = 0 times a NaN
+// row is still NaN.
+FFPA_DEVICE int firstRowPastKeys(int firstKey, int keyEnd, int seqKv) {
+  if (keyEnd >= seqKv || keyEnd >= firstKey + kKeys) return kKeys;
+  return keyEnd > firstKey ? keyEnd - firstKey : 0;
 }
 
 struct Lane {

@@ -104,11 +104,6 @@ Resolution servable(const PlanRequest& r) {
   if (!r.policy.flag(FFPA_POLICY_HOPPER_KERNELS)) return notApplicable("FFPA_POLICY_HOPPER_KERNELS=0");
   if (r.device.smVersion != 90) return notApplicable("sm_90a code runs on compute capability 9.0 only");
   if (queryInstances().empty()) return notApplicable("this build compiles no sm_90a code (build_arch without 90a)");
-  // The gradient kernels read no FFPA_ATTENTION_KEY_LENGTHS (their TMA loads would need the
-  // forward's clearing of V rows past a count); the mma.sync ones do.
-  if (problem.keyLengths != nullptr) {
-    return notApplicable("per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS): the mma.sync backward serves them");
-  }
   Resolution d;
   d.query = findQueryInstance(problem);
   d.key = findKeyInstance(problem);

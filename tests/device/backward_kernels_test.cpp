@@ -8,10 +8,11 @@
 //   - five runs of the same call, bit-identical (with and without FFPA_POLICY_DETERMINISTIC:
 //     the kernels use no atomics);
 //   - each value of the pipeline knobs the backward follows;
+//   - per-batch key lengths, with NaN in K and V past each count;
 //   (those with FFPA_POLICY_HOPPER_KERNELS off, so that Hopper GPUs run them too);
 //   - with FFPA_POLICY_HOPPER_KERNELS (the default) on a compute capability 9.0 GPU, the "sm90.backward" plans
 //     (the wgmma dQ and dK/dV kernels, one CTA or clusters of two or four, over head dims up to
-//     1024), and their repeatability.
+//     1024), their repeatability, and per-batch key lengths.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -98,6 +99,40 @@ std::vector<TestCase> backward_matrix() {
   return cases;
 }
 
+// FFPA_ATTENTION_KEY_LENGTHS cases: entries of no key, one, a partial tile and all keys, counts
+// out of range (clamped), both causal alignments, GQA, layouts, head dims from one CTA to the
+// Hopper kernels' clusters of four.
+struct KeyLengthsCase {
+  AttentionProblem shape;
+  std::vector<int64_t> lengths;
+  DType dtype;
+  LayoutKind layout;
+};
+
+std::vector<KeyLengthsCase> key_lengths_cases() {
+  return {
+      {attention_shape(4, 4, 2, 100, 300, 128, 128, CausalMask::none), {0, 1, 130, 300}, DType::float16,
+       LayoutKind::bhnd},
+      {attention_shape(3, 8, 2, 200, 500, 320, 320, CausalMask::bottom_right), {500, 129, 20}, DType::bfloat16,
+       LayoutKind::bnhd},
+      {attention_shape(2, 4, 4, 150, 400, 512, 512, CausalMask::top_left), {-3, 999}, DType::bfloat16,
+       LayoutKind::padded_aligned},
+      {attention_shape(2, 4, 1, 64, 700, 1024, 1024, CausalMask::bottom_right), {333, 700}, DType::float16,
+       LayoutKind::bhnd},
+  };
+}
+
+// Runs the key-lengths cases on `handle`, each planned on a kernel named from `prefix`: dK and dV
+// of keys past a count exactly 0, NaN in K and V there reaching no gradient.
+void run_key_lengths_cases(const Handle& handle, const char* prefix, uint64_t start) {
+  Workspace workspace;
+  for (const KeyLengthsCase& c : key_lengths_cases()) {
+    TestCase test{make_config(c.shape, c.dtype, c.layout, 0.0), true, start++};
+    test.config.problem.key_lengths = c.lengths;
+    run_fast_backward(handle, workspace, test, prefix, nan_past_key_lengths);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE_BEGIN("device");
@@ -120,33 +155,17 @@ TEST_CASE("sm80 backward: causal + bf16 + d = 320, the worst case of fp16 read-m
 }
 
 TEST_CASE("sm80 backward: per-batch key lengths, NaN in K and V past them, on every GPU") {
-  // FFPA_ATTENTION_KEY_LENGTHS on the default handle (a Hopper GPU plans the mma.sync backward
-  // too: the Hopper one reads no counts): entries of no key, one, a partial tile and all keys,
-  // counts out of range (clamped), both causal alignments, GQA, layouts; dK and dV of keys past a
-  // count exactly 0, a NaN there reaching no gradient.
-  const struct {
-    AttentionProblem shape;
-    std::vector<int64_t> lengths;
-    DType dtype;
-    LayoutKind layout;
-  } cases[] = {
-      {attention_shape(4, 4, 2, 100, 300, 128, 128, CausalMask::none), {0, 1, 130, 300}, DType::float16,
-       LayoutKind::bhnd},
-      {attention_shape(3, 8, 2, 200, 500, 320, 320, CausalMask::bottom_right), {500, 129, 20}, DType::bfloat16,
-       LayoutKind::bnhd},
-      {attention_shape(2, 4, 4, 150, 400, 512, 512, CausalMask::top_left), {-3, 999}, DType::bfloat16,
-       LayoutKind::padded_aligned},
-      {attention_shape(2, 4, 1, 64, 700, 1024, 1024, CausalMask::bottom_right), {333, 700}, DType::float16,
-       LayoutKind::bhnd},
-  };
   Handle handle;
-  Workspace workspace;
-  uint64_t start = 7400;
-  for (const auto& c : cases) {
-    TestCase test{make_config(c.shape, c.dtype, c.layout, 0.0), true, start++};
-    test.config.problem.key_lengths = c.lengths;
-    run_fast_backward(handle, workspace, test, kFastBackwardPrefix, nan_past_key_lengths);
-  }
+  handle.set_policy(FFPA_POLICY_HOPPER_KERNELS, 0);  // the mma.sync kernels on Hopper GPUs too
+  run_key_lengths_cases(handle, kFastBackwardPrefix, 7400);
+}
+
+TEST_CASE("sm90 backward: per-batch key lengths, NaN in K and V past them") {
+  if (!hopper_runs_here()) return;
+  // The default handle plans both Hopper gradient kernels, which zero the K and V rows past a
+  // count that their TMA loads bring in.
+  Handle handle;
+  run_key_lengths_cases(handle, "sm90.backward", 7410);
 }
 
 TEST_CASE("sm80 backward: five runs of the same call are bit-identical") {

@@ -29,6 +29,37 @@ int largestCompiledHeadDim() {
   return largest;
 }
 
+std::vector<AttentionCase> backwardKeyLengthCases() {
+  using ffpa_tools::CausalMask;
+  struct LengthCase {
+    ffpa_tools::AttentionProblem shape;
+    std::vector<int64_t> lengths;
+    uint64_t scheduleSeed;
+  };
+  const LengthCase lengthCases[] = {
+      {problem(4, 2, 1, 37, 150, 64, 64, CausalMask::none), {0, 1, 70, 150}, 0},
+      {problem(3, 2, 2, 70, 130, 128, 96, CausalMask::bottom_right), {130, 65, 20}, 0},
+      {problem(3, 4, 2, 50, 100, 320, 320, CausalMask::top_left), {-5, 999, 33}, 2},
+      {problem(2, 2, 1, 40, 200, 512, 512, CausalMask::bottom_right), {190, 17}, 3},
+      {problem(2, 2, 2, 70, 140, 576, 512, CausalMask::bottom_right), {100, 140}, 0},
+      {problem(2, 2, 1, 60, 150, 1024, 1024, CausalMask::none), {129, 64}, 4},
+  };
+  std::vector<AttentionCase> cases;
+  uint64_t start = 9700;
+  for (const LengthCase& l : lengthCases) {
+    AttentionCase c;
+    c.shape = l.shape;
+    c.shape.key_lengths = l.lengths;
+    c.layout = kLayouts[start % 3];
+    c.dtype = start % 2 ? ffpa_tools::DType::bfloat16 : ffpa_tools::DType::float16;
+    c.withLse = true;
+    c.scheduleSeed = l.scheduleSeed;
+    c.start = start++;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 std::vector<AttentionCase> sliceCases() {
   using ffpa_tools::DType;
   using ffpa_tools::LayoutKind;

@@ -29,6 +29,13 @@ int largestCompiledHeadDim();
 // inverse- and bi-causal slices tiling a square. Batch sizes, layouts, dtypes and schedules vary.
 std::vector<AttentionCase> sliceCases();
 
+// The per-batch key-lengths cases (FFPA_ATTENTION_KEY_LENGTHS) the backward kernel tests share:
+// entries of no key, one, a partial last tile, a whole number of tiles and all keys; counts past
+// Nkv and below 0 (clamped); bottom-right diagonals at each entry's last key (rows of a short
+// entry that see no key) and top-left ones; GQA; d from 64 to 1024 and 576 / 512 (the sm90
+// kernels' one CTA and clusters of two and four); layouts, dtypes and schedules varying.
+std::vector<AttentionCase> backwardKeyLengthCases();
+
 // Slice lists for the tests of the sm90 kernels (tiles of 64 rows and keys). Over 300 tokens:
 // three causal documents of 150, 37 and 113 tokens, the last two also seeing a shared prefix of
 // 20 keys (segments over several tiles, tiles across 64-index boundaries, walks of two slices).

@@ -367,4 +367,22 @@ TEST_CASE("sm90 backward with attention slices: dQ and dK/dV walk the slices' ti
   runAndCheckBackward(tall, runSm90QueryGradient, runSm90KeyGradient);
 }
 
+TEST_CASE("sm90 backward: per-batch key lengths, NaN in K and V past each entry's keys, one CTA and clusters") {
+  // FFPA_ATTENTION_KEY_LENGTHS on both gradient kernels (backwardKeyLengthCases: dQ and dK/dV on
+  // one CTA and clusters of two and four). K and V are NaN past every count (runBackward): a dQ
+  // consumer that leaves its K or V rows past the count in place, a dK/dV CTA that leaves its V
+  // rows, or a mask that misses a key puts NaN in a gradient; keys past a count must get dK = dV
+  // = 0 exactly.
+  for (const AttentionCase& c : backwardKeyLengthCases()) {
+    runAndCheckBackward(c, runSm90QueryGradient, runSm90KeyGradient);
+  }
+  // The same bits under every schedule: the zeros land before any product reads them.
+  AttentionCase shuffled;
+  shuffled.shape = problem(2, 2, 1, 100, 170, 448, 384, CausalMask::bottom_right);
+  shuffled.shape.key_lengths = {150, 77};
+  shuffled.dtype = DType::bfloat16;
+  shuffled.start = 1710;
+  checkSameBitsUnderSchedules(shuffled, {1, 2, 3}, runSm90QueryGradient, runSm90KeyGradient);
+}
+
 TEST_SUITE_END();

@@ -1,7 +1,8 @@
 // Per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS) through the public API, on a described H100:
 // the attribute holds a device pointer; slices exclude it; the forward plans the Hopper kernel
 // that reads the counts (the split of the columns; below d_v 65 the mma.sync kernel, the row split
-// saying why not) and the mma.sync backward (the Hopper one saying why not), in plans of their own.
+// saying why not) and the Hopper backward (the mma.sync one without Hopper kernels), in plans of
+// their own.
 #include "plan_text.h"
 #include "test_support.h"
 
@@ -91,17 +92,21 @@ TEST_CASE("key lengths: the forward and the backward plan kernels that read them
     if (decode) CHECK_HAS(counted.config, "query_heads_as_rows=4");
     CHECK(h.stats().misses > before.misses);  // a plan of its own: the cache keys on the counts' presence
 
-    // The backward: the mma.sync kernels read the counts, the Hopper ones say why they do not.
+    // The backward: both Hopper gradient kernels read the counts, in a plan of their own; without
+    // the Hopper kernels, the mma.sync ones do.
     const Described backward = describeBackward(h, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
     REQUIRE_MESSAGE(backward.status == FFPA_STATUS_SUCCESS, backward.text);
-    CHECK(backward.kernel.rfind("sm80.backward.bf16.d128", 0) == 0);
-    CHECK_HAS(backward.text, "the mma.sync backward serves them");
+    CHECK(backward.kernel == "sm90.backward.bf16.dq128.dkdv128");
     CHECK_HAS(backward.text, "key_lengths");
+    Handle mmaSync;
+    mmaSync.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
+    const Described mmaSyncBackward =
+        describeBackward(mmaSync, attn, p.q, p.k, p.v, p.o, p.dO, p.lse, p.dq, p.dk, p.dv);
+    REQUIRE_MESSAGE(mmaSyncBackward.status == FFPA_STATUS_SUCCESS, mmaSyncBackward.text);
+    CHECK(mmaSyncBackward.kernel.rfind("sm80.backward.bf16.d128", 0) == 0);
 
     // Without the Hopper kernels, the mma.sync forward. Its 64-key instance, the default at d
     // 128, reads no counts: its 32-key twin serves.
-    Handle mmaSync;
-    mmaSync.set<int32_t>(FFPA_POLICY_HOPPER_KERNELS, 0);
     const Described portable = describeForward(mmaSync, attn, p.q, p.k, p.v, p.o, p.lse);
     REQUIRE_MESSAGE(portable.status == FFPA_STATUS_SUCCESS, portable.text);
     CHECK(portable.kernel.rfind("sm80.forward.bf16.d128", 0) == 0);

@@ -39,6 +39,14 @@ def main(binary):
                   "--device", "sm80")
     check("--plan key-lengths=yes plans with per-batch key counts", rc == 0 and "key_lengths" in out and
           re.search(r"kernel: (sm80\.backward\.bf16\.d128|reference\.cublaslt\.backward)", out) is not None)
+    _, build = run(binary)
+    hopper = re.search(r"architectures [0-9a-z,]*\b90a\b", build) and re.search(r"head dims [0-9,]*\b512\b", build)
+    rc, out = run(binary, "--plan", "b=4,hq=32,hkv=8,nq=300,nkv=4096,d=512,causal=bottom-right,key-lengths=yes",
+                  "--device", "sm90")
+    # The Hopper gradient kernels read the counts too, where the build compiles them at d 512.
+    expected = r"sm90\.backward\.bf16\.dq512x2\.dkdv512x2" if hopper else r"\S+"
+    check("--plan key-lengths=yes plans the Hopper backward on sm90", rc == 0 and "key_lengths" in out and
+          re.search(r"backward plan:.*\n.*\n  kernel: " + expected + r"\n", out) is not None)
     rc, out = run(binary, "--plan", "key-lengths=maybe")
     check("--plan rejects key-lengths other than no or yes", rc == 2 and "no, yes" in out)
     rc, out = run(binary, "--plan", "hq=12,hkv=5")

@@ -1216,14 +1216,14 @@ impl ffpaAttentionAttribute {
     #[doc = "  counts: runtime autotune times the problem with all `Nkv` keys). A count below 0"]
     #[doc = "  counts as 0, one above `Nkv` as `Nkv`. Keys from `L_b` on never reach the results: they"]
     #[doc = "  may hold anything, NaN included (K and V still need all `Nkv` rows allocated: the Hopper"]
-    #[doc = "  forward loads the rest of the 64-key tile holding an entry's last key, and discards it)."]
+    #[doc = "  kernels load the rest of the 64-key tile holding an entry's last key, and discard it)."]
     #[doc = "  Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's last key (query `i` sees"]
     #[doc = "  key `j` when `j <= i + L_b - Nq`). A query that sees no key gets O = 0 and a log-sum-exp"]
     #[doc = "  of -infinity. Not with attention slices (whose key ranges say which keys each sequence"]
     #[doc = "  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper"]
     #[doc = "  forward's split of the columns (`d_v` from 65; not its row split) or on the reference"]
-    #[doc = "  path; the backward on the `mma.sync` kernels (on every GPU: the Hopper backward reads no"]
-    #[doc = "  counts) or the reference path, and keys past a count get dK = dV = 0."]
+    #[doc = "  path; the backward on the `mma.sync` kernels, the Hopper ones or the reference path, and"]
+    #[doc = "  keys past a count get dK = dV = 0."]
     pub const FFPA_ATTENTION_KEY_LENGTHS: ffpaAttentionAttribute = ffpaAttentionAttribute(2);
 }
 impl ffpaAttentionAttribute {

@@ -831,10 +831,8 @@ typedef enum ffpaAttentionAttribute FFPA_ENUM_TYPE {
    *  Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's last key (query `i` sees
    *  key `j` when `j <= i + L_b - Nq`). A query that sees no key gets O = 0 and a log-sum-exp
    *  of -infinity. Not with attention slices (whose key ranges say which keys each sequence
-   *  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper
-   *  forward's split of the columns (`d_v` from 65; not its row split) or on the reference
-   *  path; the backward on the `mma.sync` kernels, the Hopper ones or the reference path, and
-   *  keys past a count get dK = dV = 0. */
+   *  has) or context parallelism. The forward runs on the `mma.sync` kernels, the Hopper ones
+   *  or the reference path, as does the backward, where keys past a count get dK = dV = 0. */
   FFPA_ATTENTION_KEY_LENGTHS = 2,
   /* Values from 100 are reserved for packed variable-length batches and attention sinks. */
   /** @cond FFPA_INTERNAL */

@@ -73,7 +73,8 @@ constexpr int kMaxForwardHeadDimV = 1024;
 // With per-batch key lengths, consumer w zeroes the rows past its batch entry's keys of the K or
 // V blocks it multiplies (the forward's split of the columns: V; the gradient kernels: V, and the
 // dQ kernel's K), then waits for its warpgroup at named barrier kClearedRowsBarrierId + w
-// (warpgroup_tiles.cuh, zeroBlockRows).
+// (warpgroup_tiles.cuh, zeroBlockRows); in the row split, where both read every V block, each
+// zeroes a share of them and both meet at kClearedRowsBarrierId (256 threads).
 constexpr int kClearedRowsBarrierId = 4;
 
 // The row split (forward_row_split_kernel.cuh; no attention slices, no K and V sharing): a CTA of

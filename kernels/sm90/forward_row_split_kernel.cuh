@@ -19,7 +19,9 @@
 // each consumer's own softmax runs under its P V. Without P in shared memory there is no store,
 // no proxy fence and no warpgroup barrier per tile, and 32 KiB of shared memory less. Under a
 // causal mask both walk the KV tiles some row of the 128 sees; a tile past a consumer's rows is
-// masked for all of them (P = 0), as with K and V shared between row tiles.
+// masked for all of them (P = 0), as with K and V shared between row tiles. With per-batch key
+// lengths (FFPA_ATTENTION_KEY_LENGTHS) they walk the tiles of the batch entry's keys, and zero
+// together the V rows past its count in the tile that holds its last key (clearValuesPastKeys).
 #pragma once
 
 #include "common/element.cuh"
@@ -56,14 +58,19 @@ struct RowSplitForwardKernel {
     return {address + p.qOffset, address + p.kOffset, address + p.vOffset, address + p.barrierOffset};
   }
 
+  // The keys of the rows' batch entry (keyEndOf: the count of FFPA_ATTENTION_KEY_LENGTHS where
+  // the problem has them), read where used rather than held.
+  static FFPA_DEVICE int keyEnd(const ForwardParams& p, const RowTile& at) { return keyEndOf<true>(p, at.batch); }
+
   // Rows [128 t + 64 w, + 64) for consumer w (w = 0 for the producer: the first row of the CTA),
   // where CTA x takes the 128-row tile t = x, or under a causal mask the tiles last to first
-  // (rowTileInOrder), and the KV tiles some row of the CTA's 128 sees.
+  // (rowTileInOrder), and the KV tiles some row of the CTA's 128 sees (of its batch entry's keys).
   static FFPA_DEVICE RowTile locate(const ForwardParams& p, int consumer) {
     const int ctaFirstRow = ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX(), kRowSplitRows) * kRowSplitRows;
     RowTile at = locateRowTileAt<1>(p, ctaFirstRow + consumer * kRows);
-    at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, p.seqKv, kTileKeys, ctaFirstRow, kRowSplitRows,
-                                                    p.causal, p.causalOffset);
+    const int end = keyEnd(p, at);
+    at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, end, kTileKeys, ctaFirstRow, kRowSplitRows, p.causal,
+                                                    ffpa::kernels::sm80::causalOffsetOf(p, end));
     at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
     return at;
   }
@@ -95,6 +102,22 @@ struct RowSplitForwardKernel {
 
   // --- consumers ---------------------------------------------------------------------------------
 
+  // Where KV tile `tile` (V in slot `vSlot`, landed) holds rows past the batch entry's keys
+  // (firstRowPastKeys), the consumers zero them in V, each a share of the chunks, and meet at
+  // named barrier kClearedRowsBarrierId (256 threads): each reads every V block. Both walk the same
+  // tiles and come here before their turn, where nothing of theirs is in flight, so both arrive
+  // (consumer 0's turn at tile j waits only for consumer 1's products of tile j - 1). K's rows
+  // past the count reach S only, which the mask replaces.
+  static FFPA_DEVICE void clearValuesPastKeys(const ForwardParams& p, const Shared& s, const RowTile& at, int tile,
+                                              int vSlot, int consumer) {
+    if (p.keyLengths == nullptr) return;
+    const int firstRow = firstRowPastKeys((at.firstTile + tile) * kTileKeys, keyEnd(p, at), p.seqKv, kTileKeys);
+    if (firstRow == kTileKeys) return;
+    zeroTileRows<kKeyBoxes>(s.v + vSlot * p.vBufferBytes, at.v.count, firstRow, consumer * 128 + threadIndex() % 128,
+                            256);
+    namedBarrier(kClearedRowsBarrierId, 256);
+  }
+
   // Consumer `consumer` (0 or 1): its 64 rows, start to end. kMayEmulate: whether exp2 may be
   // emulated at all (p.exp2Emulated > 0), a separate copy so that the default path carries no
   // test of p.exp2Emulated per exponential.
@@ -114,8 +137,8 @@ struct RowSplitForwardKernel {
     // The softmax of tile `tile` (no slices: keys from (firstTile + tile) * kTileKeys), whose S is
     // in `score`: P in `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
-      softmax.template tile<kMayEmulate>(p, KeyTile{(at.firstTile + tile) * kTileKeys, -1}, at.firstRow, p.seqKv,
-                                         score, me, factor);
+      softmax.template tile<kMayEmulate>(p, KeyTile{(at.firstTile + tile) * kTileKeys, -1}, at.firstRow,
+                                         keyEnd(p, at), score, me, factor);
     };
     if (at.tiles > 0) {
       mbarrierWait(s.barrier(kQFull), 0);
@@ -145,6 +168,7 @@ struct RowSplitForwardKernel {
       if (next) mbarrierWait(s.barrier(kKFull0 + kSlot), keyRing.use(tile + 1) & 1);
       const int vSlot = valueRing.slot(tile);
       mbarrierWait(s.barrier(kVFull0 + vSlot), valueRing.use(tile) & 1);
+      clearValuesPastKeys(p, s, at, tile, vSlot, consumer);
       if (turns && (consumer == 1 || tile > 0)) rolesBarrier(myTurn, 256);
       issueScoreProduct<Tag, true>(score, q, s.k + kSlot * p.kBufferBytes, next ? at.qk.count : 0);
       issueKeyProductFromRegisters<kHeadDimV, Tag>(o, probabilities, s.v + vSlot * p.vBufferBytes);

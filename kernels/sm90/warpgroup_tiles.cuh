@@ -277,28 +277,38 @@ struct alignas(16) Four {
   float v[4];
 };
 
-// The 128 threads of a warpgroup zero rows [firstRow, 64) of `count` consecutive 64 x 64 blocks
-// from `blocks` (128-byte swizzled: the swizzle moves 16-byte chunks within a row, so a row's
-// 128 bytes stay in place), fence the stores for wgmma (the async proxy) and meet at named
-// barrier `barrierId`: the warpgroup's products may then read the zeros.
-FFPA_DEVICE void zeroBlockRows(uint32_t blocks, int count, int firstRow, int barrierId) {
+// Thread `rank` of `threads` zeroes its share of rows [firstRow, 64 kRowBoxes) of `count` column
+// blocks from `blocks`, each of kRowBoxes 64 x 64 boxes stacked (loadBlocks<kRowBoxes>: its rows
+// follow each other, 128 bytes apart), 128-byte swizzled (the swizzle moves 16-byte chunks within
+// a row, so a row's 128 bytes stay in place), and fences its stores for wgmma (the async proxy).
+// A barrier of those threads must follow before a product reads the zeros.
+template <int kRowBoxes = 1>
+FFPA_DEVICE void zeroTileRows(uint32_t blocks, int count, int firstRow, int rank, int threads) {
   unsigned char* bytes = sharedMemory() + (blocks - sharedAddress(sharedMemory()));
-  const int chunks = (kKeys - firstRow) * 8;  // 16-byte chunks per block
-  for (int i = threadIndex() % 128; i < count * chunks; i += 128) {
+  const int chunks = (kRowBoxes * kKeys - firstRow) * 8;  // 16-byte chunks per column block
+  for (int i = rank; i < count * chunks; i += threads) {
     const int block = i / chunks;
-    *reinterpret_cast<Four*>(bytes + block * kBlockBytes + firstRow * 128 + (i - block * chunks) * 16) = Four{};
+    *reinterpret_cast<Four*>(bytes + block * kRowBoxes * kBlockBytes + firstRow * 128 + (i - block * chunks) * 16) =
+        Four{};
   }
   fenceProxyAsync();
+}
+
+// The 128 threads of a warpgroup zero rows [firstRow, 64) of `count` consecutive 64 x 64 blocks
+// from `blocks` (zeroTileRows) and meet at named barrier `barrierId`: the warpgroup's products
+// may then read the zeros.
+FFPA_DEVICE void zeroBlockRows(uint32_t blocks, int count, int firstRow, int barrierId) {
+  zeroTileRows(blocks, count, firstRow, threadIndex() % 128, 128);
   namedBarrier(barrierId, 128);
 }
 
 // The first row past a batch entry's `keyEnd` keys (keyEndOf) of the KV tile of keys [firstKey,
-// firstKey + 64) that TMA filled from the tensor's rows (keyEnd < seqKv; past seqKv it fills
-// zeros), or kKeys where the tile holds none: the rows a consumer zeroes (zeroBlockRows) before
-// its K or V reaches a product, since a mask replaces a score but P = 0 or dS = 0 times a NaN
-// row is still NaN.
-FFPA_DEVICE int firstRowPastKeys(int firstKey, int keyEnd, int seqKv) {
-  if (keyEnd >= seqKv || keyEnd >= firstKey + kKeys) return kKeys;
+// firstKey + tileKeys) that TMA filled from the tensor's rows (keyEnd < seqKv; past seqKv it
+// fills zeros), or tileKeys where the tile holds none: the rows a consumer zeroes (zeroTileRows)
+// before its K or V reaches a product, since a mask replaces a score but P = 0 or dS = 0 times a
+// NaN row is still NaN.
+FFPA_DEVICE int firstRowPastKeys(int firstKey, int keyEnd, int seqKv, int tileKeys = kKeys) {
+  if (keyEnd >= seqKv || keyEnd >= firstKey + tileKeys) return tileKeys;
   return keyEnd > firstKey ? keyEnd - firstKey : 0;
 }
 

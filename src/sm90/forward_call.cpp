@@ -99,8 +99,6 @@ std::string rowSplitRefusal(const AttentionProblem& p) {
     return cat("d_qk = ", p.headDimQk, " and d_v = ", p.headDimV, " must be multiples of 16");
   }
   if (p.slices != nullptr) return "the row split serves no attention slices";
-  // The split of the columns reads them (d_v 65 on); d_v up to 64 goes to the mma.sync kernels.
-  if (p.keyLengths != nullptr) return "the row split reads no per-batch key lengths (FFPA_ATTENTION_KEY_LENGTHS)";
   // Its CTAs' row ranges, [128 x, 128 x + 128), stay within int.
   if (p.seqQ > std::numeric_limits<int32_t>::max() - kRowSplitRows) return "the row split needs seqQ below 2^31 - 128";
   if (const uint32_t bytes = forwardLayoutFor(p, true).sharedBytes; bytes > kMaxSharedBytes) {
@@ -143,6 +141,7 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
     a.lseStrides[i] = p.lse[i];
   }
   copyProblemSizes(p, a);
+  a.keyLengths = p.keyLengths;  // both splits read them
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
   require(overlap == 0 || overlapApplies(p, kvSharing), FFPA_STATUS_INTERNAL_ERROR,
@@ -166,7 +165,6 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
   } else {
     require(tileKeys == kKeys, FFPA_STATUS_INTERNAL_ERROR, "the sm90 forward's split of the columns takes 64 keys");
     forwardLayout(a);
-    a.keyLengths = p.keyLengths;  // this kernel reads them
   }
   call.q = rowMap(tensors.q, p.headDimQk, p.seqQ, p.headsQ, p.batch, p.q);
   call.k = rowMap(tensors.k, p.headDimQk, p.seqKv, p.headsKv, p.batch, p.k);

@@ -611,13 +611,14 @@ TEST_CASE("sm90 forward: CTAs of two row tiles share K and V through TMA multica
 }
 
 TEST_CASE("sm90 forward: per-batch key lengths, NaN past each entry's keys, every arrangement that reads them") {
-  // FFPA_ATTENTION_KEY_LENGTHS on the split of the columns (the row split reads no counts: d_v up
-  // to 256 runs here too): entries of no key, one, a partial last tile and all keys; counts past
-  // Nkv and below 0 (clamped); bottom-right diagonals at each entry's last key (rows of a short
-  // entry that see no key) and top-left ones; one CTA with and without K and V shared, clusters of
-  // two, GQA decode merged and split, shuffled schedules. K and V are NaN past every count: a
-  // consumer that leaves its rows of V past the count in place, or a mask that misses a key,
-  // puts NaN in O.
+  // FFPA_ATTENTION_KEY_LENGTHS on the split of the columns (d_v from 65) and on the row split
+  // (d_v up to 256, KV tiles of 64 keys and of 128 where they fit): entries of no key, one, a
+  // partial last tile (of 128 keys: rows past the count in one stacked box or two) and all keys;
+  // counts past Nkv and below 0 (clamped); bottom-right diagonals at each entry's last key (rows
+  // of a short entry that see no key) and top-left ones; one CTA with and without K and V shared,
+  // clusters of two, GQA decode merged and split, shuffled schedules. K and V are NaN past every
+  // count: a consumer that leaves its rows of V past the count in place (the row split: either
+  // consumer's share), or a mask that misses a key, puts NaN in O.
   struct LengthCase {
     ffpa_tools::AttentionProblem shape;
     std::vector<int64_t> lengths;
@@ -636,6 +637,8 @@ TEST_CASE("sm90 forward: per-batch key lengths, NaN past each entry's keys, ever
        0},
       {problem(2, 16, 1, 1, 900, 576, 512, CausalMask::none), {900, 450}, {{FFPA_POLICY_KEY_SPLITS, 3}}, true, 0},
       {problem(2, 8, 2, 1, 700, 128, 128, CausalMask::none), {1, 641}, {}, true, 5},
+      {problem(3, 2, 2, 200, 333, 64, 48, CausalMask::bottom_right), {333, 97, 20}, {}, false, 6},
+      {problem(2, 2, 1, 150, 260, 192, 256, CausalMask::bottom_right), {200, 64}, {}, false, 0},
   };
   uint64_t start = 1400;
   for (const LengthCase& l : cases) {
@@ -649,12 +652,22 @@ TEST_CASE("sm90 forward: per-batch key lengths, NaN past each entry's keys, ever
     c.scheduleSeed = l.scheduleSeed;
     c.start = start++;
     const bool shared = !l.knobs.empty() && l.knobs.front().first == FFPA_POLICY_HOPPER_KV_MULTICAST;
-    runNaming(c, "key_splits=", l.splits, [shared](const AttentionCase& one) {
-      ForwardOutcome out = runSm90(one, false, nanPastKeyLengths(one.shape));
-      CHECK_MESSAGE(out.kernel.find(".row_split") == std::string::npos, out.kernel);
-      CHECK_MESSAGE((out.kernel.find(".kv2") != std::string::npos) == shared, out.kernel);
-      return out;
-    });
+    if (l.shape.dim_v > 64) {
+      runNaming(c, "key_splits=", l.splits, [shared](const AttentionCase& one) {
+        ForwardOutcome out = runSm90(one, false, nanPastKeyLengths(one.shape), -1, -1, 0);
+        CHECK_MESSAGE(out.kernel.find(".row_split") == std::string::npos, out.kernel);
+        CHECK_MESSAGE((out.kernel.find(".kv2") != std::string::npos) == shared, out.kernel);
+        return out;
+      });
+    }
+    if (shared || l.shape.dim_v > ffpa::sm90::kRowSplitMaxHeadDimV) continue;
+    const bool wide = ffpa::sm90::rowSplitWideKeysServe(forwardTensors(c).problem);
+    for (const int keys : {ffpa::sm90::kRowSplitWideKeys, ffpa::sm90::kKeys}) {
+      if (keys != ffpa::sm90::kKeys && !wide) continue;
+      runNaming(c, "keys=" + std::to_string(keys), true, [keys](const AttentionCase& one) {
+        return runSm90(one, false, nanPastKeyLengths(one.shape), -1, -1, 1, -1, keys);
+      });
+    }
   }
 }
 

@@ -1220,10 +1220,8 @@ impl ffpaAttentionAttribute {
     #[doc = "  Under #FFPA_CAUSAL_BOTTOM_RIGHT the diagonal ends at each entry's last key (query `i` sees"]
     #[doc = "  key `j` when `j <= i + L_b - Nq`). A query that sees no key gets O = 0 and a log-sum-exp"]
     #[doc = "  of -infinity. Not with attention slices (whose key ranges say which keys each sequence"]
-    #[doc = "  has) or context parallelism. The forward runs on the `mma.sync` kernels, on the Hopper"]
-    #[doc = "  forward's split of the columns (`d_v` from 65; not its row split) or on the reference"]
-    #[doc = "  path; the backward on the `mma.sync` kernels, the Hopper ones or the reference path, and"]
-    #[doc = "  keys past a count get dK = dV = 0."]
+    #[doc = "  has) or context parallelism. The forward runs on the `mma.sync` kernels, the Hopper ones"]
+    #[doc = "  or the reference path, as does the backward, where keys past a count get dK = dV = 0."]
     pub const FFPA_ATTENTION_KEY_LENGTHS: ffpaAttentionAttribute = ffpaAttentionAttribute(2);
 }
 impl ffpaAttentionAttribute {

@@ -95,8 +95,7 @@ struct ForwardKernel {
 
   using Position = RowTile;
 
-  // Every instance reads per-batch key lengths where the problem has them (the row split reads
-  // none: the planner leaves such problems to this kernel).
+  // Every instance reads per-batch key lengths where the problem has them.
   static FFPA_DEVICE Position locate(const ForwardParams& p) {
     if constexpr (kShareKv) {
       return locateKvSharingRowTile<true>(p);

@@ -104,7 +104,8 @@ struct RowSplitForwardKernel {
 
   // Where KV tile `tile` (V in slot `vSlot`, landed) holds rows past the batch entry's keys
   // (firstRowPastKeys), the consumers zero them in V, each a share of the chunks, and meet at
-  // named barrier kClearedRowsBarrierId (256 threads): each reads every V block. Both walk the same
+  // named barrier kClearedRowsBarrierId (256 threads; barrier.sync, as each role reaches it from
+  // its own inlined copy): each reads every V block. Both walk the same
   // tiles and come here before their turn, where nothing of theirs is in flight, so both arrive
   // (consumer 0's turn at tile j waits only for consumer 1's products of tile j - 1). K's rows
   // past the count reach S only, which the mask replaces.
@@ -115,7 +116,7 @@ struct RowSplitForwardKernel {
     if (firstRow == kTileKeys) return;
     zeroTileRows<kKeyBoxes>(s.v + vSlot * p.vBufferBytes, at.v.count, firstRow, consumer * 128 + threadIndex() % 128,
                             256);
-    namedBarrier(kClearedRowsBarrierId, 256);
+    rolesBarrier(kClearedRowsBarrierId, 256);  // each consumer from its own copy of this code
   }
 
   // Consumer `consumer` (0 or 1): its 64 rows, start to end. kMayEmulate: whether exp2 may be

@@ -41,10 +41,10 @@ struct RowTile : ffpa::kernels::sm80::CtaRows {
 };
 
 // The keys of the rows' batch entry: seqKv, or where the kernel reads per-batch key lengths
-// (kKeyLengths: the forward's split of the columns and the gradient kernels;
-// FFPA_ATTENTION_KEY_LENGTHS) its count (sm80::keysOfBatch: clamped to [0, seqKv]; seqKv without
-// counts). Worked out where it is used, not kept in RowTile: the consumers hold O or the
-// gradients at the register limit across the KV loop.
+// (kKeyLengths: the forward's splits and the gradient kernels; FFPA_ATTENTION_KEY_LENGTHS) its
+// count (sm80::keysOfBatch: clamped to [0, seqKv]; seqKv without counts). Worked out where it is
+// used, not kept in RowTile: the consumers hold O or the gradients at the register limit across
+// the KV loop.
 template <bool kKeyLengths, class Params>
 FFPA_DEVICE int keyEndOf(const Params& p, int64_t batch) {
   if constexpr (kKeyLengths) {

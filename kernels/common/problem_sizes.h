@@ -20,9 +20,8 @@ struct ProblemSizes {
   float scaleLog2;    // softmax scale * log2(e): scores are kept in the log2 domain
   int32_t gridDnhb;   // grid (tiles, H, B) instead of (tiles, B*H); the planner's choice
   // FFPA_ATTENTION_KEY_LENGTHS: B key counts on the device (batch entry b sees keys [0, L_b),
-  // L_b clamped to [0, seqKv]), or null. The kernels that read it get it (the mma.sync forward
-  // and backward, the sm90 forward and gradient kernels; the planners leave such problems to
-  // them); null for the others.
+  // L_b clamped to [0, seqKv]), or null. Every kernel reads it but the mma.sync forward's 64-key
+  // instance of d_v up to 128, which the planner gives no such problem.
   const int32_t* keyLengths;
   int32_t causalAtKeyEnd;  // a bottom-right mask: with key lengths, its diagonal ends at L_b - 1
 };

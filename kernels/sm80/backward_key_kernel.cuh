@@ -74,9 +74,6 @@ struct KeyGradientKernel {
     Element* dv;
   };
 
-  // The keys of the CTA's batch entry (keysOfBatch), worked out where used rather than held.
-  static FFPA_DEVICE int keyEnd(const BackwardParams& p, int64_t batch) { return keysOfBatch(p, batch); }
-
   static FFPA_DEVICE Coordinates locate(const BackwardParams& p) {
     Coordinates c;
     const WarpRole role = warpRole(kColWarps);
@@ -86,7 +83,7 @@ struct KeyGradientKernel {
     c.quad = role.quad;
     const GridPosition position = gridPosition(p.gridDnhb, p.headsKv);
     static_cast<CtaKeys&>(c) = ctaKeys(p, p.slices, p.keyTiles, p.keyTileCount, blockIndexX(), kKeys, kQueries,
-                                       keyEnd(p, position.batch));
+                                       keysOfBatch(p, position.batch));
     c.warpRow = c.rowGroup * 16;
     c.batch = position.batch;
     c.kvHead = position.head;
@@ -202,7 +199,7 @@ struct KeyGradientKernel {
     // The queries that see each of the thread's two keys (g and g + 8); keys past the CTA's end
     // (another segment's, or past the tensor) or past its batch entry's count are seen by none.
     slices::KeySpan seenBy[2];
-    const int end = keyEnd(p, c.batch);
+    const int end = keysOfBatch(p, c.batch);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int key = c.firstKey + c.warpRow + c.group + 8 * half;
@@ -278,7 +275,7 @@ struct KeyGradientKernel {
     if (tiles > 0) {
       // The CTA's K and V rows: the first commit group, before every step (zeros past the batch
       // entry's keys).
-      const int validKeys = keyEnd(p, c.batch) - c.firstKey;
+      const int validKeys = keysOfBatch(p, c.batch) - c.firstKey;
       copyTile<kKeys, kThreads>(shared + l.rowsOffset, 32, s.qkPanels, c.k, p.kStrides[2], validKeys);
       copyTile<kKeys, kThreads>(shared + l.rowsOffset + s.qkPanels * kKeys * 32, 32, s.vPanels, c.v,
                                 p.vStrides[2], validKeys);

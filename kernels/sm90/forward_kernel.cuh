@@ -95,12 +95,11 @@ struct ForwardKernel {
 
   using Position = RowTile;
 
-  // Every instance reads per-batch key lengths where the problem has them.
   static FFPA_DEVICE Position locate(const ForwardParams& p) {
     if constexpr (kShareKv) {
-      return locateKvSharingRowTile<true>(p);
+      return locateKvSharingRowTile(p);
     } else {
-      Position at = locateRowTile<kCluster, true>(p, p.sliced);
+      Position at = locateRowTile<kCluster>(p, p.sliced);
       at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
       return at;
     }
@@ -216,11 +215,6 @@ struct ForwardKernel {
 
   using Rows = ForwardRows<Tag>;
 
-  // The keys of the rows' batch entry (keyEndOf), read where used rather than held.
-  static FFPA_DEVICE int keyEnd(const ForwardParams& p, const Position& at) {
-    return keyEndOf<true>(p, at.batch);
-  }
-
   // Consumer `consumer`'s blocks of V in KV tile `tile` (no slices: keys from (firstTile + tile) *
   // 64), where the tile holds the last key of the batch entry's count below seqKv and reaches past
   // it (firstRowPastKeys): once V has landed (V full; waiting again later costs nothing), the rows
@@ -229,8 +223,7 @@ struct ForwardKernel {
   // seqKv with zeros.
   static FFPA_DEVICE void clearValuesPastKeys(const ForwardParams& p, const Shared& s, const Position& at, int tile,
                                               int consumer) {
-    if (p.keyLengths == nullptr) return;
-    const int firstRow = firstRowPastKeys((at.firstTile + tile) * kKeys, keyEnd(p, at), p.seqKv);
+    const int firstRow = firstRowPastKeys(p, at.batch, (at.firstTile + tile) * kKeys);
     if (firstRow == kKeys) return;
     mbarrierWait(s.barrier(kVFull0 + (kSplitValues ? consumer : 0)), tile & 1);
     const int firstBlock = consumer == 0 ? 0 : kBlocks0;
@@ -267,7 +260,7 @@ struct ForwardKernel {
 
       // Online softmax: mask, new row maxima over the 4 lanes of a row, in log2 units.
       float factor[2];
-      softmax.template tile<kMayEmulate>(p, keys, at.firstRow, keyEnd(p, at), score, me, factor);
+      softmax.template tile<kMayEmulate>(p, keys, at.firstRow, keyEndOf(p, at.batch), score, me, factor);
 
       // P (16-bit) and the row scales to slot tile % 2, once consumer 1 is done with tile - 2.
       const int slot = tile & 1;

@@ -58,17 +58,13 @@ struct RowSplitForwardKernel {
     return {address + p.qOffset, address + p.kOffset, address + p.vOffset, address + p.barrierOffset};
   }
 
-  // The keys of the rows' batch entry (keyEndOf: the count of FFPA_ATTENTION_KEY_LENGTHS where
-  // the problem has them), read where used rather than held.
-  static FFPA_DEVICE int keyEnd(const ForwardParams& p, const RowTile& at) { return keyEndOf<true>(p, at.batch); }
-
   // Rows [128 t + 64 w, + 64) for consumer w (w = 0 for the producer: the first row of the CTA),
   // where CTA x takes the 128-row tile t = x, or under a causal mask the tiles last to first
   // (rowTileInOrder), and the KV tiles some row of the CTA's 128 sees (of its batch entry's keys).
   static FFPA_DEVICE RowTile locate(const ForwardParams& p, int consumer) {
     const int ctaFirstRow = ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX(), kRowSplitRows) * kRowSplitRows;
     RowTile at = locateRowTileAt<1>(p, ctaFirstRow + consumer * kRows);
-    const int end = keyEnd(p, at);
+    const int end = keyEndOf(p, at.batch);
     at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, end, kTileKeys, ctaFirstRow, kRowSplitRows, p.causal,
                                                     ffpa::kernels::sm80::causalOffsetOf(p, end));
     at.tiles = ffpa::kernels::sm80::splitKeyTiles(p.split, at, at.tiles);  // split-KV: the CTA's run
@@ -111,8 +107,7 @@ struct RowSplitForwardKernel {
   // past the count reach S only, which the mask replaces.
   static FFPA_DEVICE void clearValuesPastKeys(const ForwardParams& p, const Shared& s, const RowTile& at, int tile,
                                               int vSlot, int consumer) {
-    if (p.keyLengths == nullptr) return;
-    const int firstRow = firstRowPastKeys((at.firstTile + tile) * kTileKeys, keyEnd(p, at), p.seqKv, kTileKeys);
+    const int firstRow = firstRowPastKeys(p, at.batch, (at.firstTile + tile) * kTileKeys, kTileKeys);
     if (firstRow == kTileKeys) return;
     zeroTileRows<kKeyBoxes>(s.v + vSlot * p.vBufferBytes, at.v.count, firstRow, consumer * 128 + threadIndex() % 128,
                             256);
@@ -139,7 +134,7 @@ struct RowSplitForwardKernel {
     // in `score`: P in `score`, O's row scales in `factor`.
     const auto softmaxOf = [&](int tile, float (&factor)[2]) {
       softmax.template tile<kMayEmulate>(p, KeyTile{(at.firstTile + tile) * kTileKeys, -1}, at.firstRow,
-                                         keyEnd(p, at), score, me, factor);
+                                         keyEndOf(p, at.batch), score, me, factor);
     };
     if (at.tiles > 0) {
       mbarrierWait(s.barrier(kQFull), 0);

@@ -111,13 +111,9 @@ struct KeyGradientKernel {
     return s;
   }
 
-  // The keys of the CTA's batch entry (keyEndOf), read where used rather than held: keys from it
-  // on are seen by no query (a CTA wholly past it walks no step), and stored as the zeros they
-  // get up to the tensor's end.
-  static FFPA_DEVICE int keyEnd(const KeyGradientParams& p, const Position& at) {
-    return keyEndOf<true>(p, at.batch);
-  }
-
+  // The cluster's keys from its batch entry's count (keyEndOf, read where used rather than held)
+  // on are seen by no query (a CTA wholly past it walks no step), and stored as the zeros they get
+  // up to the tensor's end.
   static FFPA_DEVICE Position locate(const KeyGradientParams& p) {
     const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsKv);
     Position at;
@@ -125,7 +121,7 @@ struct KeyGradientKernel {
     at.batch = static_cast<int>(grid.batch);
     static_cast<ffpa::kernels::sm80::CtaKeys&>(at) = ffpa::kernels::sm80::ctaKeys(
         p, p.sliced.slices, p.sliced.tiles, p.sliced.tileCount, blockIndexX() / kCluster, kRows, kKeys,
-        keyEnd(p, at));
+        keyEndOf(p, at.batch));
     at.kvHead = static_cast<int>(grid.head);
     at.qk = blockShare(columnBlocks(p.headDimQk), kCluster, at.rank);
     at.v = blockShare(columnBlocks(p.headDimV), kCluster, at.rank);
@@ -140,7 +136,7 @@ struct KeyGradientKernel {
   static FFPA_DEVICE VisibleQueries visibleQueries(const KeyGradientParams& p, const Position& at, const Step& t,
                                                    int key) {
     const slices::KeySpan span =
-        ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key, keyEnd(p, at));
+        ffpa::kernels::sm80::queriesSeeing(p, p.sliced.slices, at, t.slice, key, keyEndOf(p, at.batch));
     const int64_t begin = span.begin < 0 ? 0 : span.begin;  // the causal rule's may be below 0
     return {static_cast<int>(begin < span.end ? begin : span.end), static_cast<int>(span.end)};
   }
@@ -302,8 +298,7 @@ struct KeyGradientKernel {
   // delta) as NaN times P^T = 0, and from there dK's rows past the count, which must be zeros.
   // K's rows need none: they reach S^T only, which the mask replaces.
   static FFPA_DEVICE void clearValuesPastKeys(const KeyGradientParams& p, const Shared& s, const Position& at) {
-    if (p.keyLengths == nullptr) return;
-    const int firstRow = firstRowPastKeys(at.firstKey, keyEnd(p, at), p.seqKv);
+    const int firstRow = firstRowPastKeys(p, at.batch, at.firstKey);
     if (firstRow < kKeys) zeroBlockRows(s.v, at.v.count, firstRow, kClearedRowsBarrierId + 1);
   }
 

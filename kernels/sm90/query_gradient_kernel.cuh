@@ -95,14 +95,9 @@ struct QueryGradientKernel {
 
   static FFPA_DEVICE Position locate(const QueryGradientParams& p) {
     Position at;
-    static_cast<RowTile&>(at) = locateRowTile<kCluster, true>(p, p.sliced);
+    static_cast<RowTile&>(at) = locateRowTile<kCluster>(p, p.sliced);
     at.statsRow = (at.batch * p.headsQ + at.head) * p.seqQ + at.firstRow;
     return at;
-  }
-
-  // The keys of the rows' batch entry (keyEndOf), read where used rather than held.
-  static FFPA_DEVICE int keyEnd(const QueryGradientParams& p, const Position& at) {
-    return keyEndOf<true>(p, at.batch);
   }
 
   // Where KV tile `keys` holds rows past the batch entry's keys (firstRowPastKeys), consumer
@@ -112,8 +107,7 @@ struct QueryGradientKernel {
   // dS = P (dP - delta) multiplies by P = 0.
   static FFPA_DEVICE void clearRowsPastKeys(const QueryGradientParams& p, const Position& at, const KeyTile& keys,
                                             uint32_t blocks, int count, int consumer) {
-    if (p.keyLengths == nullptr) return;
-    const int firstRow = firstRowPastKeys(keys.firstKey, keyEnd(p, at), p.seqKv);
+    const int firstRow = firstRowPastKeys(p, at.batch, keys.firstKey);
     if (firstRow < kKeys) zeroBlockRows(blocks, count, firstRow, kClearedRowsBarrierId + consumer);
   }
 
@@ -211,7 +205,7 @@ struct QueryGradientKernel {
       VisibleKeys visible[2];
       #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half), keyEnd(p, at));
+        visible[half] = visibleKeys(p, p.sliced, keys, at.firstRow + me.row(half), keyEndOf(p, at.batch));
       }
       const auto rowLse2 = [&](int half, int, int) { return lse2[half]; };
       tileProbabilities(t, visible, keys.firstKey, p.scaleLog2, me, rowLse2);

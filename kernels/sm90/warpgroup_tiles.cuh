@@ -40,24 +40,19 @@ struct RowTile : ffpa::kernels::sm80::CtaRows {
   BlockShare qk, v;  // the 64-column blocks of d_qk and d_v the CTA holds
 };
 
-// The keys of the rows' batch entry: seqKv, or where the kernel reads per-batch key lengths
-// (kKeyLengths: the forward's splits and the gradient kernels; FFPA_ATTENTION_KEY_LENGTHS) its
-// count (sm80::keysOfBatch: clamped to [0, seqKv]; seqKv without counts). Worked out where it is
-// used, not kept in RowTile: the consumers hold O or the gradients at the register limit across
-// the KV loop.
-template <bool kKeyLengths, class Params>
+// The keys of the rows' batch entry: its count of FFPA_ATTENTION_KEY_LENGTHS clamped to [0,
+// seqKv], or seqKv without counts (sm80::keysOfBatch; every sm90 kernel reads them). Worked out
+// where it is used, not kept in RowTile: the consumers hold O or the gradients at the register
+// limit across the KV loop.
+template <class Params>
 FFPA_DEVICE int keyEndOf(const Params& p, int64_t batch) {
-  if constexpr (kKeyLengths) {
-    return ffpa::kernels::sm80::keysOfBatch(p, batch);
-  } else {
-    return p.seqKv;
-  }
+  return ffpa::kernels::sm80::keysOfBatch(p, batch);
 }
 
 // `p`: a kernel's parameters (the sizes, mask and grid layout every sm90 kernel has). Rows
 // [firstRow, firstRow + 64) of the CTA's (batch, head), and the KV tiles they see under the
-// causal mask (kKeyLengths: of the keys of their batch entry, keyEndOf).
-template <int kCluster, bool kKeyLengths = false, class Params>
+// causal mask (of the keys of their batch entry, keyEndOf).
+template <int kCluster, class Params>
 FFPA_DEVICE RowTile locateRowTileAt(const Params& p, int firstRow) {
   const ffpa::kernels::sm80::GridPosition grid = ffpa::kernels::sm80::gridPosition(p.gridDnhb, p.headsQ);
   RowTile at;
@@ -70,7 +65,7 @@ FFPA_DEVICE RowTile locateRowTileAt(const Params& p, int firstRow) {
   at.batch = grid.batch;
   at.head = grid.head;
   at.kvHead = grid.head / p.groupSize;
-  const int keyEnd = keyEndOf<kKeyLengths>(p, at.batch);
+  const int keyEnd = keyEndOf(p, at.batch);
   at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, keyEnd, kKeys, at.firstRow, kRows, p.causal,
                                                   ffpa::kernels::sm80::causalOffsetOf(p, keyEnd));
   return at;
@@ -78,17 +73,16 @@ FFPA_DEVICE RowTile locateRowTileAt(const Params& p, int firstRow) {
 
 // Rows [64 t, 64 t + 64) of cluster x, where t = x, or under a causal mask the tiles last to
 // first (sm80::rowTileInOrder: the longest first).
-template <int kCluster, bool kKeyLengths = false, class Params>
+template <int kCluster, class Params>
 FFPA_DEVICE RowTile locateRowTile(const Params& p) {
-  return locateRowTileAt<kCluster, kKeyLengths>(
-      p, ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows);
+  return locateRowTileAt<kCluster>(p, ffpa::kernels::sm80::rowTileInOrder(p, blockIndexX() / kCluster, kRows) * kRows);
 }
 
 // The same with attention slices (SlicedTiles of the queries): the row tile of cluster x and the
 // KV tiles of its walk.
-template <int kCluster, bool kKeyLengths = false, class Params>
+template <int kCluster, class Params>
 FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
-  RowTile at = locateRowTile<kCluster, kKeyLengths>(p);
+  RowTile at = locateRowTile<kCluster>(p);
   if (sliced.slices.slices == nullptr) return at;
   const slices::AxisTile rows = slices::ctaTile(sliced.slices.queries, sliced.tiles, sliced.tileCount,
                                                 blockIndexX() / kCluster, kRows, p.seqQ);
@@ -103,12 +97,12 @@ FFPA_DEVICE RowTile locateRowTile(const Params& p, const SlicedTiles& sliced) {
 // 64) of CTA x (in this order whatever the mask: the grid has whole pairs, one maybe past the
 // rows), all of the head dims' blocks, and the KV tiles that the rows of both CTAs of its cluster
 // see, so that the pair walks them together.
-template <bool kKeyLengths = false, class Params>
+template <class Params>
 FFPA_DEVICE RowTile locateKvSharingRowTile(const Params& p) {
-  RowTile at = locateRowTileAt<1, kKeyLengths>(p, blockIndexX() * kRows);
+  RowTile at = locateRowTileAt<1>(p, blockIndexX() * kRows);
   at.rank = clusterRank();
   const int pairFirstRow = (blockIndexX() & ~(kKvSharingCtas - 1)) * kRows;
-  const int keyEnd = keyEndOf<kKeyLengths>(p, at.batch);  // the same in both CTAs: one (batch, head)
+  const int keyEnd = keyEndOf(p, at.batch);  // the same in both CTAs: one (batch, head)
   at.tiles = ffpa::kernels::sm80::visibleKeyTiles(p.seqQ, keyEnd, kKeys, pairFirstRow, kKvSharingCtas * kRows,
                                                   p.causal, ffpa::kernels::sm80::causalOffsetOf(p, keyEnd));
   return at;
@@ -302,13 +296,15 @@ FFPA_DEVICE void zeroBlockRows(uint32_t blocks, int count, int firstRow, int bar
   namedBarrier(barrierId, 128);
 }
 
-// The first row past a batch entry's `keyEnd` keys (keyEndOf) of the KV tile of keys [firstKey,
-// firstKey + tileKeys) that TMA filled from the tensor's rows (keyEnd < seqKv; past seqKv it
-// fills zeros), or tileKeys where the tile holds none: the rows a consumer zeroes (zeroTileRows)
-// before its K or V reaches a product, since a mask replaces a score but P = 0 or dS = 0 times a
-// NaN row is still NaN.
-FFPA_DEVICE int firstRowPastKeys(int firstKey, int keyEnd, int seqKv, int tileKeys = kKeys) {
-  if (keyEnd >= seqKv || keyEnd >= firstKey + tileKeys) return tileKeys;
+// The first row past the keys of batch entry `batch` (keyEndOf) in the KV tile of keys
+// [firstKey, firstKey + tileKeys) that TMA filled from the tensor's rows (a count below seqKv;
+// past seqKv it fills zeros), or tileKeys where the tile holds none (always without counts): the
+// rows a consumer zeroes (zeroTileRows) before its K or V reaches a product, since a mask
+// replaces a score but P = 0 or dS = 0 times a NaN row is still NaN.
+template <class Params>
+FFPA_DEVICE int firstRowPastKeys(const Params& p, int64_t batch, int firstKey, int tileKeys = kKeys) {
+  const int keyEnd = keyEndOf(p, batch);
+  if (keyEnd >= p.seqKv || keyEnd >= firstKey + tileKeys) return tileKeys;
   return keyEnd > firstKey ? keyEnd - firstKey : 0;
 }
 

@@ -173,7 +173,7 @@ void copyProblemSizes(const AttentionProblem& problem, ProblemSizes& p) {
   p.headDimV = static_cast<int32_t>(problem.headDimV);
   p.causal = problem.causal != FFPA_CAUSAL_NONE;
   p.causalOffset = problem.causalOffset();
-  p.keyLengths = nullptr;  // set by the kernels that read them
+  p.keyLengths = problem.keyLengths;
   p.causalAtKeyEnd = problem.causal == FFPA_CAUSAL_BOTTOM_RIGHT;
   p.scaleLog2 = static_cast<float>(problem.scale * 1.4426950408889634);  // log2(e)
 }

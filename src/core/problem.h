@@ -65,8 +65,9 @@ struct AttentionProblem {
 };
 
 // Fills what every kernel's parameters begin with (kernels/common/problem_sizes.h): sizes (as the
-// kernels' 32-bit fields; the planners refuse larger problems before), the causal mask, and the
-// softmax scale in log2 units (the kernels exponentiate with exp2). Not the grid layout.
+// kernels' 32-bit fields; the planners refuse larger problems before), the causal mask, the
+// per-batch key lengths (the planners give them only to kernels that read them), and the softmax
+// scale in log2 units (the kernels exponentiate with exp2). Not the grid layout.
 void copyProblemSizes(const AttentionProblem& problem, ProblemSizes& p);
 
 // The descriptors of a forward call (lse may be nullptr). Throws ffpa::Error naming the

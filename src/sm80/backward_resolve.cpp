@@ -159,7 +159,6 @@ BackwardParams backwardCallParams(const BackwardLaunch& launch, const AttentionP
     p.dvStrides[i] = problem.dv[i];
   }
   copyProblemSizes(problem, p);
-  p.keyLengths = problem.keyLengths;  // these kernels read them
   p.headsKv = static_cast<int32_t>(problem.headsKv);
   p.scale = problem.scale;
   p.gridDnhb = launch.gridDnhb;

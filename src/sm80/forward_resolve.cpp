@@ -264,7 +264,6 @@ ForwardParams forwardCallParams(const ForwardLaunch& launch, const AttentionProb
   p.split = KeySplit{};
   if (launch.split.splits > 1) usePartialOutputs(launch.split, problem, workspace, p);
   copyProblemSizes(problem, p);
-  p.keyLengths = problem.keyLengths;  // this kernel reads them
   p.gridDnhb = launch.gridDnhb;
   p.slices = tensors.slices;
   p.rowTiles = nullptr;

@@ -141,7 +141,6 @@ ForwardCall describeForwardCall(const AttentionProblem& p, const TensorArgs& ten
     a.lseStrides[i] = p.lse[i];
   }
   copyProblemSizes(p, a);
-  a.keyLengths = p.keyLengths;  // both splits read them
   a.gridDnhb = gridDnhb;
   a.exp2Emulated = exp2Emulated;
   require(overlap == 0 || overlapApplies(p, kvSharing), FFPA_STATUS_INTERNAL_ERROR,

@@ -23,12 +23,11 @@ struct GradientMaps {
 };
 GradientMaps gradientMaps(const AttentionProblem& problem, const TensorArgs& tensors);
 
-// What the arguments of both gradient kernels carry alike: the problem's sizes and per-batch key
-// lengths (both kernels read them), the softmax scale, the row statistics and the grid layout.
+// What the arguments of both gradient kernels carry alike: the problem's sizes (per-batch key
+// lengths too), the softmax scale, the row statistics and the grid layout.
 template <class GradientArguments>
 void copyGradientSizes(const AttentionProblem& problem, const float* rowStats, bool gridDnhb, GradientArguments& a) {
   copyProblemSizes(problem, a);
-  a.keyLengths = problem.keyLengths;
   a.rowStats = rowStats;
   a.scale = static_cast<float>(problem.scale);
   a.gridDnhb = gridDnhb;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary root and builds everything an application would against
-# the INSTALLED library, through pkg-config only: the installed C and C++ example sources, the
-# Rust and Go bindings' examples (when cargo and go are present). Each program must link, load
+# the INSTALLED library, through pkg-config and CMake's find_package: the installed C and C++
+# example sources (both ways; CMake when it is installed), the Rust and Go bindings' examples
+# (when cargo and go are present). Each program must link, load
 # and run: success (0) and "no usable GPU" (77, or the bindings' own no-GPU message) pass.
 #
 # usage: check-installed.sh BUILD_ROOT SOURCE_ROOT CUDA_ROOT WORK_DIR
@@ -61,6 +62,86 @@ else
   bad "installed: libffpa.so.0 with its SONAME"
 fi
 
+# find_package_ffpa REQUEST PREFIX: configures a project that asks for ffpa REQUEST (a version, a range,
+# or nothing) under PREFIX and prints where the package's target points; fails where CMake refuses.
+find_package_ffpa() {
+  local request=$1 prefix=$2 dir
+  dir=$work/cmake-probe/$(printf '%s' "${request:-any}" | tr -c 'A-Za-z0-9.' '_')
+  mkdir -p "$dir"
+  cat >"$dir/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.19)
+# A language, as in any real project: CMake searches lib/<multiarch> only once it knows the target.
+project(ffpa_probe LANGUAGES C)
+find_package(ffpa ${FFPA_REQUEST} CONFIG REQUIRED)
+get_target_property(location ffpa::ffpa IMPORTED_LOCATION)
+get_target_property(includes ffpa::ffpa INTERFACE_INCLUDE_DIRECTORIES)
+message(STATUS "ffpa ${ffpa_VERSION}: ${location} ${includes}")
+CMAKE
+  cmake -S "$dir" -B "$dir/build" -DFFPA_REQUEST="$request" -DCMAKE_PREFIX_PATH="$prefix" 2>&1
+}
+
+# check_cmake_package EXAMPLES: the installed CMake package, as a CMake project uses it: its files,
+# the versions it accepts, that its target points into the installation wherever that was copied
+# (here: the staging root), and the installed examples built with it and run.
+check_cmake_package() {
+  local examples=$1 header prefix version major minor out
+  local package
+  package=$(find "$root" -path '*/cmake/ffpa/ffpa-config.cmake' | head -n 1)
+  if [ -z "$package" ] || [ ! -f "$(dirname "$package")/ffpa-config-version.cmake" ]; then
+    bad "CMake package: ffpa-config.cmake and ffpa-config-version.cmake are installed"
+    return
+  fi
+  ok "CMake package installed ($(dirname "$package"))"
+  header=$(find "$root" -path '*/include/ffpa/ffpa.h' | head -n 1)
+  prefix=$(dirname "$(dirname "$(dirname "$header")")")
+  version=$(pkg-config --modversion ffpa)
+  major=${version%%.*}
+  minor=${version#*.}
+  minor=${minor%%.*}
+
+  out=$(find_package_ffpa "" "$prefix")
+  if [ $? -eq 0 ] && grep -q "ffpa $version: $root/.*/libffpa.so.$version $root/" <<<"$out"; then
+    ok "CMake package: find_package(ffpa) finds ffpa::ffpa inside the installation"
+  else
+    echo "$out"
+    bad "CMake package: find_package(ffpa) finds ffpa::ffpa inside the installation"
+  fi
+  local request newer=$major.$((minor + 1))
+  for request in "$major.$minor" "$major" "$version" "$major.0...<$((major + 1))" "$major.$minor...$newer"; do
+    if out=$(find_package_ffpa "$request" "$prefix"); then
+      ok "CMake package: version $version satisfies $request"
+    else
+      echo "$out"
+      bad "CMake package: version $version satisfies $request"
+    fi
+  done
+  for request in "$newer" "$((major + 1)).0" "$newer...$major.$((minor + 5))"; do
+    if out=$(find_package_ffpa "$request" "$prefix"); then
+      echo "$out"
+      bad "CMake package: version $version refuses $request"
+    elif grep -q "ffpa-config.cmake, version: $version" <<<"$out"; then
+      ok "CMake package: version $version refuses $request"
+    else
+      echo "$out"
+      bad "CMake package: version $version refuses $request (with CMake's message naming the version)"
+    fi
+  done
+
+  local build=$work/cmake-examples
+  if cmake -S "$examples/cmake" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda_root" \
+       -DCMAKE_C_FLAGS=-Werror -DCMAKE_CXX_FLAGS=-Werror >"$work/cmake-examples.log" 2>&1 &&
+     cmake --build "$build" >>"$work/cmake-examples.log" 2>&1; then
+    local program
+    for program in attention_forward attention_forward_backward; do
+      "$build/$program" >"$work/cmake-$program.log" 2>&1
+      ran "installed example $program built with CMake" $?
+    done
+  else
+    cat "$work/cmake-examples.log"
+    bad "installed examples build with CMake through find_package(ffpa)"
+  fi
+}
+
 if [ -n "${PKG_CONFIG_PATH:-}" ]; then
   flags=$(pkg-config --cflags --libs ffpa)
   echo "pkg-config --cflags --libs ffpa: $flags"
@@ -79,6 +160,11 @@ if [ -n "${PKG_CONFIG_PATH:-}" ]; then
     ran "installed C++ example" $?
   else
     bad "installed C++ example compiles through pkg-config"
+  fi
+  if command -v cmake >/dev/null; then
+    check_cmake_package "$examples"
+  else
+    skip "CMake package: cmake is not installed"
   fi
   info=$(find "$root" -path '*/bin/ffpa-info' | head -n 1)
   if "$info" --knobs >/dev/null 2>&1; then ok "installed ffpa-info runs"; else bad "installed ffpa-info runs"; fi

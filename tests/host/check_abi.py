@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from check_report import report
+
 
 def ast_declarations(header):
     """The header's top-level declarations named ffpa*, from clang's JSON AST."""
@@ -150,10 +152,8 @@ def main():
     try:
         current, records = current_facts(args.header, shlex.split(args.cc))
     except subprocess.CalledProcessError as error:
-        print(f"FAILED: the header's facts could be listed ({shlex.join(error.cmd)} failed)")
-        print(error.stderr or "")
-        print("[doctest] test cases: 1 | 0 passed | 1 failed | 0 skipped")
-        return 1
+        return report({"the header's declarations can be listed and measured":
+                       [f"{shlex.join(error.cmd)} failed", error.stderr or ""]})
     if args.update:
         with open(baseline_path, "w", encoding="utf-8") as out:
             out.write("".join(line + "\n" for line in sorted(current)))
@@ -171,17 +171,7 @@ def main():
         checks["the header yields facts to compare"] = [] if len(current) >= 100 else [f"only {len(current)}"]
         for fact in added:
             print(f"added (compatible within a major version): {fact}")
-    failed = 0
-    for name, problems in checks.items():
-        if problems:
-            failed += 1
-            print(f"FAILED: {name}")
-            for problem in problems:
-                print(f"    {problem}")
-        else:
-            print(f"ok: {name}")
-    print(f"[doctest] test cases: {len(checks)} | {len(checks) - failed} passed | {failed} failed | 0 skipped")
-    return 1 if failed else 0
+    return report(checks)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+from check_report import report
+
 
 def dynamic_symbols(library):
     out = subprocess.run(["nm", "-D", "--defined-only", library], check=True, capture_output=True,
@@ -35,15 +37,7 @@ def main(library, header):
         "the SONAME is libffpa.so.0": [] if soname(library) == "libffpa.so.0" else [soname(library)],
         "the header declares the API": [] if len(declared) >= 25 else [f"only {len(declared)} found"],
     }
-    failed = 0
-    for name, problems in checks.items():
-        if problems:
-            failed += 1
-            print(f"FAILED: {name}: {problems[:20]}")
-        else:
-            print(f"ok: {name}")
-    print(f"[doctest] test cases: {len(checks)} | {len(checks) - failed} passed | {failed} failed | 0 skipped")
-    return 1 if failed else 0
+    return report(checks, limit=20)
 
 
 if __name__ == "__main__":

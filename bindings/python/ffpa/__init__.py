@@ -7,6 +7,7 @@ The quick way, on PyTorch tensors or CuPy arrays::
     o = ffpa.forward(q, k, v, causal=True)                  # [B, H, N, D]
     o, lse = ffpa.forward(q, k, v, lse=True, layout="bnhd")  # [B, N, H, D] storage
     dq, dk, dv = ffpa.backward(q, k, v, o, do, lse, layout="bnhd")
+    o = ffpa.attention(q, k, v, causal=True)                # PyTorch autograd differentiates it
     o, lse = ffpa.merge([o1, o2], [lse1, lse2], lse=True)    # partials over disjoint keys
 
 The C interface, class by class: :class:`Handle` (a context manager), :class:`TensorDesc`,
@@ -22,6 +23,7 @@ each rank's local shards; :meth:`ContextParallel.shard` says which tokens a rank
 
 from ._arrays import ArrayView, array_view
 from ._attention import backward, forward
+from ._autograd import attention
 from ._context_parallel import ContextParallel, ContextParallelInfo
 from ._descriptors import AttentionDesc, TensorDesc, causal_mode
 from ._errors import (BadParamError, ExecutionFailedError, FfpaError, InternalError,
@@ -45,7 +47,7 @@ __all__ = [
     "Knob", "LibraryNotFound", "LogLevel", "MAX_HEAD_DIM", "MAX_MERGE_PARTIALS", "MAX_SLICES",
     "NotInitializedError", "NotSupportedError", "Plan", "PlanCacheStats", "PolicyInfo",
     "PolicySource", "PolicyType", "Sharding", "SliceMask", "SlicesInfo", "Status", "TensorDesc",
-    "apply_sinks", "array_view", "backward", "build_info", "category", "causal_mode", "forward",
+    "apply_sinks", "array_view", "attention", "backward", "build_info", "category", "causal_mode", "forward",
     "get_version", "is_compatible", "knobs", "library", "merge", "policy_info", "set_log_callback",
     "sinks_backward", "status_name",
 ]

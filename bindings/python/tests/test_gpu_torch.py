@@ -176,3 +176,21 @@ def test_backward(dtype, layout, causal):
         assert got.shape == leaf.shape and got.dtype == q.dtype, name
         error = (got.float() - leaf.grad).abs().max().item()
         assert error <= 3 * TOLERANCE[dtype] * max(leaf.grad.abs().max().item(), 1.0), name
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout, causal", [("bhnd", True), ("bnhd", "bottom_right")])
+def test_attention_under_autograd(dtype, layout, causal):
+    q, k, v = (x.requires_grad_() for x in inputs(2, 4, 2, 64, 96, 128, 64, dtype, layout, seed=7))
+    o = ffpa.attention(q, k, v, causal=causal, layout=layout)
+    assert o.requires_grad and o.dtype == q.dtype
+    do = torch.randn_like(o)
+    (o * do).sum().backward()  # the gradient reaches the library as do, through autograd
+    leaves = [x.detach().float().requires_grad_() for x in (q, k, v)]
+    expected_o, _ = reference(*leaves, causal, layout=layout)
+    assert_close(o.detach(), expected_o.detach(), dtype)
+    expected_o.backward(do.float())
+    for name, x, leaf in zip(("dq", "dk", "dv"), (q, k, v), leaves):
+        assert x.grad.shape == x.shape and x.grad.dtype == x.dtype, name
+        error = (x.grad.float() - leaf.grad).abs().max().item()
+        assert error <= 3 * TOLERANCE[dtype] * max(leaf.grad.abs().max().item(), 1.0), name

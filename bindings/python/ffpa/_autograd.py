@@ -1,0 +1,49 @@
+"""attention(): the forward and backward as one function that PyTorch's autograd differentiates."""
+
+import functools
+
+from . import _attention
+
+
+@functools.lru_cache(maxsize=None)
+def _function_class():
+    """The torch.autograd.Function, made on first use: importing ffpa does not import PyTorch."""
+    import torch
+
+    class Attention(torch.autograd.Function):
+        """The forward keeps q, k, v, the output and its log-sum-exp for the backward, which
+        computes the three gradients in one call of the library."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, causal, scale, layout):
+            o, lse = _attention.forward(q, k, v, causal=causal, scale=scale, lse=True, layout=layout)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.options = {"causal": causal, "scale": scale, "layout": layout}
+            return o
+
+        @staticmethod
+        def backward(ctx, do):
+            q, k, v, o, lse = ctx.saved_tensors
+            # The gradient autograd hands over may be any view (o.sum() gives one broadcast from
+            # a single element, with zero strides): the library takes unit stride on D.
+            grads = _attention.backward(q, k, v, o, do.contiguous(), lse, **ctx.options)
+            return tuple(g if needed else None for g, needed in zip(grads, ctx.needs_input_grad)) + (None,) * 3
+
+    return Attention
+
+
+def attention(q, k, v, *, causal=False, scale=None, layout="bhnd"):
+    """Attention that PyTorch's autograd differentiates: ``softmax(scale * q @ k^T + mask) @ v``.
+
+    Takes PyTorch CUDA tensors (fp16 or bf16) and the arguments of :func:`forward`; returns the
+    output. Where a gradient is wanted (autograd on and any of ``q``, ``k``, ``v`` requiring it),
+    the call keeps the inputs, the output and its fp32 log-sum-exp, and ``.backward()`` computes
+    ``dq``, ``dk`` and ``dv`` with :func:`backward` on the stream autograd runs it on (for
+    grouped-query attention, ``dk`` and ``dv`` are summed over the query heads of a group).
+    Otherwise it is :func:`forward`.
+    """
+    import torch
+
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _function_class().apply(q, k, v, causal, scale, layout)
+    return _attention.forward(q, k, v, causal=causal, scale=scale, layout=layout)

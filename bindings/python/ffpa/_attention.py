@@ -7,7 +7,7 @@ from . import _backends
 from ._arrays import _layout, array_view
 from ._descriptors import AttentionDesc, TensorDesc, causal_mode
 from ._handle import Handle
-from ._types import DataType
+from ._types import CausalMode, DataType
 
 _handles = {}
 _handles_lock = threading.Lock()
@@ -49,8 +49,16 @@ def _cached_attention_desc(scale, causal):
     return AttentionDesc(scale=scale, causal=causal)
 
 
-def _attention(scale, causal):
-    return _cached_attention_desc(None if scale is None else float(scale), causal_mode(causal))
+def _attention(scale, causal, attn=None):
+    """The attention descriptor of a call: ``attn`` as given, else one cached per scale and mask."""
+    if attn is None:
+        return _cached_attention_desc(None if scale is None else float(scale), causal_mode(causal))
+    if not isinstance(attn, AttentionDesc):
+        raise TypeError(f"attn={attn!r}: expected an AttentionDesc")
+    if scale is not None or causal_mode(causal) is not CausalMode.NONE:
+        raise ValueError(f"attn= carries the scale and the mask; causal={causal!r} and scale={scale!r} "
+                         "beside it would be ignored: set them on the AttentionDesc")
+    return attn
 
 
 def _desc(view, layout="bhnd"):
@@ -68,7 +76,7 @@ def _writable(view, name):
 
 
 def forward(q, k, v, *, causal=False, scale=None, lse=False, layout="bhnd", out=None,
-            handle=None, stream=None):
+            handle=None, stream=None, attn=None):
     """Attention forward: ``softmax(scale * q @ k^T + mask) @ v``.
 
     ``q``, ``k``, ``v`` are CUDA arrays (PyTorch tensors, CuPy arrays, or objects with
@@ -82,11 +90,16 @@ def forward(q, k, v, *, causal=False, scale=None, lse=False, layout="bhnd", out=
     with ``lse=True`` also the fp32 log-sum-exp ``[B, H, N]``. The work is enqueued on
     ``stream`` (an int, a torch or CuPy stream), by default the library's current stream, and
     the call returns without waiting.
+
+    ``attn``, an :class:`AttentionDesc`, replaces ``causal`` and ``scale`` with everything a
+    descriptor holds: attention slices (packed variable-length batches, flexible masks), per-batch
+    key lengths, context parallelism. Give ``handle`` then too when the slices were made for a
+    handle's device (the default handle is that of the tensors' device).
     """
+    attn = _attention(scale, causal, attn)
     layout = _layout(layout)
     views = [array_view(x) for x in (q, k, v)]
     backend = _backends.backend_for(views[0])
-    attn = _attention(scale, causal)
     descs = [_desc(view, layout) for view in views]
     b, hq, nq, _ = descs[0].dims
     dv = descs[2].dims[3]
@@ -114,20 +127,20 @@ def forward(q, k, v, *, causal=False, scale=None, lse=False, layout="bhnd", out=
 
 
 def backward(q, k, v, o, do, lse, *, causal=False, scale=None, layout="bhnd", dq=None,
-             dk=None, dv=None, handle=None, stream=None):
+             dk=None, dv=None, handle=None, stream=None, attn=None):
     """Attention backward: the gradients ``(dq, dk, dv)`` from the forward's inputs, its output
     ``o`` and log-sum-exp ``lse`` (from ``forward(..., lse=True)``), and the output gradient
     ``do``.
 
-    ``causal``, ``scale`` and ``layout`` must be those of the forward. The gradients are
-    allocated like ``q``, ``k`` and ``v`` in ``layout`` unless given; the work is enqueued on
-    ``stream`` as for :func:`forward`.
+    ``causal``, ``scale`` and ``layout`` (or ``attn``) must be those of the forward. The
+    gradients are allocated like ``q``, ``k`` and ``v`` in ``layout`` unless given; the work is
+    enqueued on ``stream`` as for :func:`forward`.
     """
+    attn = _attention(scale, causal, attn)
     layout = _layout(layout)
     views = [array_view(x) for x in (q, k, v, o, do)]
     lse_view = array_view(lse)
     backend = _backends.backend_for(views[0])
-    attn = _attention(scale, causal)
     descs = [_desc(view, layout) for view in views]
     lse_desc = _desc(lse_view)
     if handle is None:

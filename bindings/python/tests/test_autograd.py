@@ -65,13 +65,16 @@ def calls(monkeypatch):
     """The library's entry points replaced by the references; records each call's options."""
     recorded = []
 
+    def passed_through(kwargs):  # what the references do not look at
+        return {name: value for name, value in kwargs.items() if name not in ("attn", "handle")}
+
     def forward(*args, **kwargs):
         recorded.append(("forward", kwargs))
-        return fake_forward(*args, **kwargs)
+        return fake_forward(*args, **passed_through(kwargs))
 
     def backward(*args, **kwargs):
         recorded.append(("backward", kwargs))
-        return fake_backward(*args, **kwargs)
+        return fake_backward(*args, **passed_through(kwargs))
 
     monkeypatch.setattr(_attention, "forward", forward)
     monkeypatch.setattr(_attention, "backward", backward)
@@ -131,3 +134,12 @@ def test_without_gradients_it_is_the_forward(calls):
     assert not ffpa.attention(q, k, v).requires_grad
     assert [name for name, _ in calls] == ["forward", "forward"]
     assert all("lse" not in options for _, options in calls)  # nothing kept for a backward
+
+
+def test_a_descriptor_and_a_handle_reach_both_calls(calls):
+    q, k, v = inputs(1, 2, 2, 4, 4, 8, 8, "bhnd", seed=4)
+    attn, handle = object(), object()  # passed through as they are (the library checks them)
+    ffpa.attention(q, k, v, attn=attn, handle=handle).sum().backward()
+    assert [name for name, _ in calls] == ["forward", "backward"]
+    for _, options in calls:
+        assert options["attn"] is attn and options["handle"] is handle

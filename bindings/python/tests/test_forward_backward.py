@@ -113,3 +113,25 @@ def test_without_an_array_library_nothing_can_be_allocated():
         pytest.skip("PyTorch or CuPy is loaded")
     with pytest.raises(TypeError, match="PyTorch or CuPy"):
         ffpa.forward(*qkv())
+
+
+def test_an_attention_descriptor_replaces_causal_and_scale(fake_backend, described):
+    messages = []
+    described.set_policy("log_level", "info")
+    ffpa.set_log_callback(lambda level, message: messages.append(message))
+    q = FakeArray((1, 32, 4, 128))  # a packed batch: [1, T, H, D], layout bnhd
+    attn = ffpa.AttentionDesc(scale=0.25)
+    attn.set_slices(ffpa.AttentionSlices(described).set_from_offsets([0, 5, 16, 32],
+                                                                     mask=ffpa.SliceMask.CAUSAL))
+    try:
+        with pytest.raises(ffpa.NotInitializedError, match="described device"):
+            ffpa.forward(q, q, q, layout="bnhd", attn=attn, handle=described)
+    finally:
+        ffpa.set_log_callback(None)
+    assert any(m.startswith("plan: forward") and "slices=3" in m for m in messages), messages
+    with pytest.raises(ValueError, match="causal=True and scale=None beside it"):
+        ffpa.forward(q, q, q, causal=True, attn=attn, handle=described)
+    with pytest.raises(ValueError, match="scale=0.5 beside it"):
+        ffpa.backward(q, q, q, q, q, q, scale=0.5, attn=attn, handle=described)
+    with pytest.raises(TypeError, match="expected an AttentionDesc"):
+        ffpa.forward(q, q, q, attn="causal")

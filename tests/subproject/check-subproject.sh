@@ -64,7 +64,8 @@ else
   bad "the subproject adds no tests to the project's own"
 fi
 
-if ! ninja -C "$build" app >"$work/build.log" 2>&1; then
+# One job: the test suite runs tests side by side, each taking a core.
+if ! ninja -C "$build" -j 1 app >"$work/build.log" 2>&1; then
   tail -n 30 "$work/build.log"
   bad "the project's program builds against the subproject's library"
   summarize

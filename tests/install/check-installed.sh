@@ -72,12 +72,26 @@ find_package_ffpa() {
 cmake_minimum_required(VERSION 3.19)
 # A language, as in any real project: CMake searches lib/<multiarch> only once it knows the target.
 project(ffpa_probe LANGUAGES C)
-find_package(ffpa ${FFPA_REQUEST} CONFIG REQUIRED)
+# Only under FFPA_PREFIX: an ffpa installed on this machine must not answer for the staged one.
+find_package(ffpa ${FFPA_REQUEST} CONFIG REQUIRED NO_DEFAULT_PATH PATHS "${FFPA_PREFIX}")
 get_target_property(location ffpa::ffpa IMPORTED_LOCATION)
 get_target_property(includes ffpa::ffpa INTERFACE_INCLUDE_DIRECTORIES)
 message(STATUS "ffpa ${ffpa_VERSION}: ${location} ${includes}")
 CMAKE
-  cmake -S "$dir" -B "$dir/build" -DFFPA_REQUEST="$request" -DCMAKE_PREFIX_PATH="$prefix" 2>&1
+  rm -rf "$dir/build"  # no cache: a cached ffpa_DIR would answer for the prefix
+  cmake -S "$dir" -B "$dir/build" -DFFPA_REQUEST="$request" -DFFPA_PREFIX="$prefix" 2>&1
+}
+
+# finds_ffpa PREFIX PATTERN CHECK: find_package(ffpa) under PREFIX succeeds and says PATTERN.
+finds_ffpa() {
+  local out
+  out=$(find_package_ffpa "" "$1")
+  if [ $? -eq 0 ] && grep -q "$2" <<<"$out"; then
+    ok "CMake package: $3"
+  else
+    echo "$out"
+    bad "CMake package: $3"
+  fi
 }
 
 # check_cmake_package EXAMPLES: the installed CMake package, as a CMake project uses it: its files,
@@ -99,13 +113,14 @@ check_cmake_package() {
   minor=${version#*.}
   minor=${minor%%.*}
 
-  out=$(find_package_ffpa "" "$prefix")
-  if [ $? -eq 0 ] && grep -q "ffpa $version: $root/.*/libffpa.so.$version $root/" <<<"$out"; then
-    ok "CMake package: find_package(ffpa) finds ffpa::ffpa inside the installation"
-  else
-    echo "$out"
-    bad "CMake package: find_package(ffpa) finds ffpa::ffpa inside the installation"
-  fi
+  finds_ffpa "$prefix" "ffpa $version: $root/.*/libffpa.so.$version $root/" \
+    "find_package(ffpa) finds ffpa::ffpa inside the installation"
+  # Found through a symlinked library directory (/lib -> /usr/lib on merged-/usr systems): a
+  # prefix holding only that link must still lead to the installation the link points into.
+  mkdir -p "$work/linked-prefix"
+  ln -sfn "$prefix/lib" "$work/linked-prefix/lib"
+  finds_ffpa "$work/linked-prefix" "ffpa $version: $prefix/lib/" \
+    "found through a symlinked lib directory, it points into the real prefix"
   local request newer=$major.$((minor + 1))
   for request in "$major.$minor" "$major" "$version" "$major.0...<$((major + 1))" "$major.$minor...$newer"; do
     if out=$(find_package_ffpa "$request" "$prefix"); then

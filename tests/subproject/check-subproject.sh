@@ -72,16 +72,25 @@ if ! ninja -C "$build" -j 1 app >"$work/build.log" 2>&1; then
   exit 1
 fi
 ok "the project's program builds against the subproject's library"
-output=$("$build/app" 2>&1)
+# Without LD_LIBRARY_PATH (which may name another build): the program's own run path must lead
+# to the subproject's library.
+loaded=$(env -u LD_LIBRARY_PATH ldd "$build/app" | grep 'libffpa\.so')
+echo "ldd: $loaded"
+if grep -q "subprojects/libffpa/src/libffpa.so" <<<"$loaded"; then
+  ok "the program loads the subproject's library"
+else
+  bad "the program loads the subproject's library"
+fi
+output=$(env -u LD_LIBRARY_PATH "$build/app" 2>&1)
 status=$?
 expected=$(sed -n 's/^ *version: .\([0-9.]*\).,$/\1/p' "$source_root/meson.build" | head -n 1)
 echo "$output (meson.build: $expected)"
 IFS=. read -r major minor patch <<<"$expected"
 encoded=$((major * 10000 + minor * 100 + patch))  # FFPA_VERSION
 if [ "$status" -eq 0 ] && [ "$output" = "libffpa $encoded, header $encoded" ]; then
-  ok "the program runs and loads the subproject's library ($output)"
+  ok "the program runs and reports the version of this tree ($output)"
 else
-  bad "the program runs and loads the subproject's library (exit $status)"
+  bad "the program runs and reports the version of this tree (exit $status)"
 fi
 
 summarize

@@ -22,6 +22,7 @@ def _function_class():
             return o
 
         @staticmethod
+        @torch.autograd.function.once_differentiable  # the gradients come back without a graph
         def backward(ctx, do):
             q, k, v, o, lse = ctx.saved_tensors
             # The gradient autograd hands over may be any view (o.sum() gives one broadcast from
@@ -41,7 +42,10 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bhnd", attn=None, ha
     call keeps the inputs, the output and its fp32 log-sum-exp, and ``.backward()`` computes
     ``dq``, ``dk`` and ``dv`` with :func:`backward` on the stream autograd runs it on (for
     grouped-query attention, ``dk`` and ``dv`` are summed over the query heads of a group).
-    Otherwise it is :func:`forward`.
+    Otherwise it is :func:`forward`. The backward uses ``attn`` and ``handle`` as they are when
+    it runs: leave them unchanged, and open, until then (one descriptor per micro-batch when
+    their slices differ). Second derivatives are refused: differentiating its gradients again
+    raises.
     """
     import torch
 

@@ -143,3 +143,11 @@ def test_a_descriptor_and_a_handle_reach_both_calls(calls):
     assert [name for name, _ in calls] == ["forward", "backward"]
     for _, options in calls:
         assert options["attn"] is attn and options["handle"] is handle
+
+
+def test_second_derivatives_are_refused(calls):
+    q, k, v = inputs(1, 2, 2, 4, 4, 8, 8, "bhnd", seed=5)
+    # (o ** 2).sum(): dO = 2 o carries a graph, as in a gradient penalty.
+    (dq,) = torch.autograd.grad((ffpa.attention(q, k, v) ** 2).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        dq.sum().backward()

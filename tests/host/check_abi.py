@@ -43,10 +43,9 @@ def ast_declarations(header):
 def collect(declarations):
     """Facts known from the AST alone, and what the C program must measure."""
     facts = set()
-    enumerators = []  # (enum typedef or tag, enumerator)
+    enumerators = []  # (enum tag, enumerator)
     records = {}  # tag -> [field names]
     sized_typedefs = []
-    enum_tags = {}
     for node in declarations:
         kind, name = node["kind"], node["name"]
         if kind == "FunctionDecl":
@@ -55,14 +54,12 @@ def collect(declarations):
             facts.add(f"typedef {name}: {node['type']['qualType']}")
             sized_typedefs.append(name)
         elif kind == "EnumDecl":
-            enum_tags[name] = [c["name"] for c in node.get("inner", []) if c["kind"] == "EnumConstantDecl"]
+            enumerators += [(name, c["name"]) for c in node.get("inner", []) if c["kind"] == "EnumConstantDecl"]
         elif kind == "RecordDecl" and node.get("completeDefinition"):
             fields = [f for f in node.get("inner", []) if f["kind"] == "FieldDecl"]
             records[name] = [f["name"] for f in fields]
             for field in fields:
                 facts.add(f"struct {name}.{field['name']}: {field['type']['qualType']}")
-    for tag, names in enum_tags.items():
-        enumerators += [(tag, n) for n in names]
     return facts, enumerators, records, sized_typedefs
 
 
